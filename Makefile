@@ -1,0 +1,68 @@
+# hpcnet.rdma — developer entry points. `make demo` runs the main job on simulated hosts; `make test` runs all tests.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV        ?= .venv
+PY          := $(VENV)/bin/python
+BIN         := $(VENV)/bin
+IMAGE       ?= hpcnet-rdma-base:bookworm
+export HPCNET_TEST_IMAGE ?= $(IMAGE)
+# Keep Ansible's and Molecule's working files inside the clone.
+export ANSIBLE_HOME := $(CURDIR)/.ansible
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export MOLECULE_GLOB := molecule/*/molecule.yml
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+COLLECTION_TREE := $(CURDIR)/build/collections/ansible_collections/hpcnet/rdma
+
+.PHONY: help venv image demo demo-clean test lint sanity unit molecule bench build clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: requirements.txt
+	python3 -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed ## Create the Python venv with the pinned tools
+
+image: ## Build the systemd base image of the simulated hosts (debootstrap; skipped when present)
+	tests/container/build-image $(IMAGE)
+
+demo: venv image ## Start four simulated hosts and run site.yml on them, then print the summary
+	$(BIN)/ansible-playbook tests/container/demo-up.yml
+	$(BIN)/ansible-playbook site.yml -i inventories/demo
+
+demo-clean: venv ## Remove the demo containers
+	$(BIN)/ansible-playbook tests/container/demo-down.yml
+
+test: lint sanity unit molecule ## Run every test: ansible-lint, ansible-test sanity, unit tests, Molecule
+
+lint: venv ## ansible-lint, production profile
+	$(BIN)/ansible-lint --profile production
+
+unit: venv ## pytest unit tests (modules, parsers, simulator kit)
+	$(PY) -m pytest tests/unit -q -p no:cacheprovider
+
+$(COLLECTION_TREE): FORCE
+	rm -rf $(CURDIR)/build/collections && mkdir -p $@
+	git ls-files -co --exclude-standard -z | grep -zv '^collections/' | xargs -0 cp --parents -t $@ 2>/dev/null || true
+
+sanity: venv $(COLLECTION_TREE) ## ansible-test sanity on the modules and plugins
+	cd $(COLLECTION_TREE) && $(BIN)/ansible-test sanity --python 3.11 --color no \
+	    --skip-test ansible-doc --exclude tests/ --exclude molecule/ $(SANITY_ARGS)
+
+molecule: venv image ## Molecule scenarios in Docker containers of simulated ConnectX hosts
+	$(BIN)/molecule test --all
+
+bench: venv ## Benchmarks: NCCL log analyser throughput/RSS, rdma_facts read time
+	$(PY) tests/bench/bench_nccl_log.py
+	$(PY) tests/bench/bench_rdma_facts.py
+
+build: venv ## Build the Galaxy artifact
+	$(BIN)/ansible-galaxy collection build --force --output-path build/
+
+clean: demo-clean ## Remove build output
+	rm -rf build .ansible tests/output
+
+FORCE:

@@ -1,0 +1,125 @@
+# Copyright: hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Jinja2 filter that derives NCCL's network settings from ``ansible_facts.rdma``."""
+
+from __future__ import annotations
+
+__metaclass__ = type
+
+import re
+
+from ansible.errors import AnsibleFilterError
+
+FABRICS = ("auto", "infiniband", "roce")
+_LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
+_NCCL_NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
+_COMPUTED = ("NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_TC", "NCCL_SOCKET_IFNAME")
+
+
+def _natural_key(name):
+    """Sort mlx5_2 before mlx5_10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def _iter_ports(rdma):
+    for device in sorted(rdma.get("devices") or {}, key=_natural_key):
+        ports = rdma["devices"][device].get("ports") or {}
+        for number in sorted(ports, key=int):
+            yield device, int(number), ports[number]
+
+
+def _resolve_fabric(rdma, fabric):
+    """Return the fabric to configure: the one asked for, or the one the ACTIVE ports show."""
+    if fabric != "auto":
+        return fabric
+    layers = {p.get("link_layer") for _d, _n, p in _iter_ports(rdma) if p.get("state") == "ACTIVE"}
+    if "InfiniBand" in layers:
+        return "infiniband"
+    if "Ethernet" in layers:
+        return "roce"
+    return None
+
+
+def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, hca_exact=True, extra=None):
+    """Compute the contents of /etc/nccl.conf for one host.
+
+    :arg rdma: the ``ansible_facts.rdma`` dictionary returned by ``hpcnet.rdma.rdma_facts``.
+    :arg fabric: ``infiniband`` (use ACTIVE InfiniBand ports), ``roce`` (ACTIVE Ethernet ports with a RoCE v2 IPv4 GID)
+        or ``auto`` (InfiniBand when any InfiniBand port is ACTIVE, else RoCE).
+    :arg socket_ifname: the out-of-band interface for NCCL_SOCKET_IFNAME (required, non-empty).
+    :arg traffic_class: the IB traffic class 0-255 for NCCL_IB_TC (the ToS byte: DSCP << 2), or None to leave it out.
+    :arg hca_exact: prefix NCCL_IB_HCA with ``=`` so that ``mlx5_1`` does not also match ``mlx5_10`` .. ``mlx5_17``.
+    :arg extra: more ``NCCL_*`` settings to write verbatim.
+    :returns: ``{fabric, ports: [{device, port, link_layer, rate_gbps, gid_index}], skipped: [{device, port, reason}],
+        settings: {NAME: value}}``; ``settings`` keeps the order NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_TC,
+        NCCL_SOCKET_IFNAME, then ``extra`` sorted.
+    :raises AnsibleFilterError: on a bad argument (naming it and the allowed values), when RoCE ports disagree on
+        the RoCE v2 GID index (NCCL takes one index for all HCAs), or when ``extra`` redefines a computed setting.
+    """
+    if not isinstance(rdma, dict) or "devices" not in rdma:
+        raise AnsibleFilterError("nccl_settings: expected ansible_facts.rdma from hpcnet.rdma.rdma_facts (a dict with 'devices')")
+    if fabric not in FABRICS:
+        raise AnsibleFilterError("nccl_settings: fabric is %r; allowed values: %s" % (fabric, ", ".join(FABRICS)))
+    if not socket_ifname or not str(socket_ifname).strip():
+        raise AnsibleFilterError("nccl_socket_ifname is empty and no default IPv4 interface was found; set nccl_socket_ifname to the out-of-band interface")
+    if traffic_class is not None and traffic_class != "":
+        try:
+            traffic_class = int(traffic_class)
+        except (TypeError, ValueError):
+            traffic_class = -1
+        if not 0 <= traffic_class <= 255:
+            raise AnsibleFilterError("nccl_ib_traffic_class must be an integer 0-255 (the ToS byte, DSCP << 2); got %r" % (traffic_class,))
+    else:
+        traffic_class = None
+    extra = dict(extra or {})
+    for name in extra:
+        if not _NCCL_NAME.match(str(name)):
+            raise AnsibleFilterError("nccl_extra_settings key %r is not an NCCL variable (NCCL_ followed by A-Z, 0-9, _)" % (name,))
+        if name in _COMPUTED:
+            raise AnsibleFilterError("nccl_extra_settings must not set %s: it is computed from facts; use the role's own variable" % name)
+
+    resolved = _resolve_fabric(rdma, fabric)
+    ports, skipped = [], []
+    for device, number, port in _iter_ports(rdma):
+        reason = None
+        if resolved is None or port.get("link_layer") != _LINK_LAYER[resolved]:
+            reason = "link layer %s" % port.get("link_layer")
+        elif port.get("state") != "ACTIVE":
+            reason = "state %s" % port.get("state")
+        elif resolved == "roce" and port.get("roce_v2_ipv4_gid_index") is None:
+            reason = "no RoCE v2 GID with an IPv4 address"
+        if reason:
+            skipped.append({"device": device, "port": number, "reason": reason})
+            continue
+        ports.append({
+            "device": device,
+            "port": number,
+            "link_layer": port.get("link_layer"),
+            "rate_gbps": port.get("rate_gbps"),
+            "gid_index": port.get("roce_v2_ipv4_gid_index") if resolved == "roce" else None,
+        })
+
+    settings = {}
+    if ports:
+        settings["NCCL_IB_HCA"] = ("=" if hca_exact else "") + ",".join("%s:%d" % (p["device"], p["port"]) for p in ports)
+    if ports and resolved == "roce":
+        indexes = sorted({p["gid_index"] for p in ports})
+        if len(indexes) > 1:
+            raise AnsibleFilterError(
+                "NCCL_IB_GID_INDEX takes one GID index for every HCA, but the RoCE v2 IPv4 GID sits at different indexes: %s. "
+                "Give the ports the same GID layout (same address family on every netdev), or limit the ports with nccl_fabric/NCCL_IB_HCA."
+                % ", ".join("%s:%d=%d" % (p["device"], p["port"], p["gid_index"]) for p in ports))
+        settings["NCCL_IB_GID_INDEX"] = indexes[0]
+    if ports and traffic_class is not None:
+        settings["NCCL_IB_TC"] = traffic_class
+    settings["NCCL_SOCKET_IFNAME"] = str(socket_ifname).strip()
+    for name in sorted(extra):
+        settings[name] = extra[name]
+    return {"fabric": resolved if ports else None, "ports": ports, "skipped": skipped, "settings": settings}
+
+
+class FilterModule:
+    """hpcnet.rdma filters."""
+
+    def filters(self):
+        return {"nccl_settings": nccl_settings}
