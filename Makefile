@@ -3,8 +3,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 VENV        ?= .venv
-PY          := $(VENV)/bin/python
-BIN         := $(VENV)/bin
+PY          := $(CURDIR)/$(VENV)/bin/python
+BIN         := $(CURDIR)/$(VENV)/bin
 IMAGE       ?= hpcnet-rdma-base:bookworm
 export HPCNET_TEST_IMAGE ?= $(IMAGE)
 # Keep Ansible's and Molecule's working files inside the clone.
@@ -12,7 +12,8 @@ export ANSIBLE_HOME := $(CURDIR)/.ansible
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export MOLECULE_GLOB := molecule/*/molecule.yml
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
-COLLECTION_TREE := $(CURDIR)/build/collections/ansible_collections/hpcnet/rdma
+# ansible-test wants the collection under ansible_collections/NS/NAME, outside this git checkout.
+COLLECTION_TREE := $(or $(TMPDIR),/tmp)/hpcnet-rdma-sanity/ansible_collections/hpcnet/rdma
 
 .PHONY: help venv image demo demo-clean test lint sanity unit molecule bench build clean
 
@@ -45,10 +46,16 @@ unit: venv ## pytest unit tests (modules, parsers, simulator kit)
 	$(PY) -m pytest tests/unit -q -p no:cacheprovider
 
 $(COLLECTION_TREE): FORCE
-	rm -rf $(CURDIR)/build/collections && mkdir -p $@
+	rm -rf $@ && mkdir -p $@
 	git ls-files -co --exclude-standard -z | grep -zv '^collections/' | xargs -0 cp --parents -t $@ 2>/dev/null || true
 
-sanity: venv $(COLLECTION_TREE) ## ansible-test sanity on the modules and plugins
+# ansible-test bootstraps pip in its import-test venvs with a script it downloads; ours works offline.
+ANSIBLE_TEST_GET_PIP := $(HOME)/.ansible/test/cache/get_pip_24_2.py
+
+$(ANSIBLE_TEST_GET_PIP): tests/sanity/get_pip_offline.py
+	mkdir -p $(dir $@) && cp $< $@
+
+sanity: venv $(COLLECTION_TREE) $(ANSIBLE_TEST_GET_PIP) ## ansible-test sanity on the modules and plugins
 	cd $(COLLECTION_TREE) && $(BIN)/ansible-test sanity --python 3.11 --color no \
 	    --skip-test ansible-doc --exclude tests/ --exclude molecule/ $(SANITY_ARGS)
 

@@ -1,0 +1,114 @@
+"""The nccl_settings filter derives nccl.conf from ansible_facts.rdma."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpcnet.rdma.plugins.filter.nccl_settings import nccl_settings
+
+
+def _port(link_layer, state="ACTIVE", gid_index=None, rate=400.0):
+    return {"link_layer": link_layer, "state": state, "rate_gbps": rate, "roce_v2_ipv4_gid_index": gid_index}
+
+
+def _facts(ports_by_device):
+    return {"devices": {dev: {"ports": {str(n): p for n, p in ports.items()}} for dev, ports in ports_by_device.items()}}
+
+
+IB_12 = _facts({"mlx5_%d" % i: {1: _port("InfiniBand")} for i in range(12)})
+
+
+def test_infiniband_lists_active_ports_in_natural_order_with_exact_match():
+    plan = nccl_settings(IB_12, "infiniband", "eth0")
+    assert plan["settings"]["NCCL_IB_HCA"] == "=" + ",".join("mlx5_%d:1" % i for i in range(12))
+    assert "NCCL_IB_GID_INDEX" not in plan["settings"]
+    assert list(plan["settings"]) == ["NCCL_IB_HCA", "NCCL_SOCKET_IFNAME"]
+
+
+def test_prefix_match_when_exact_is_off():
+    plan = nccl_settings(_facts({"mlx5_0": {1: _port("InfiniBand")}}), "infiniband", "ib0", hca_exact=False)
+    assert plan["settings"]["NCCL_IB_HCA"] == "mlx5_0:1"
+
+
+def test_down_ports_and_other_link_layers_are_skipped_with_reasons():
+    facts = _facts({
+        "mlx5_0": {1: _port("InfiniBand")},
+        "mlx5_1": {1: _port("InfiniBand", state="DOWN")},
+        "mlx5_2": {1: _port("Ethernet", gid_index=3)},
+    })
+    plan = nccl_settings(facts, "infiniband", "eth0")
+    assert plan["settings"]["NCCL_IB_HCA"] == "=mlx5_0:1"
+    assert {(s["device"], s["reason"]) for s in plan["skipped"]} == {("mlx5_1", "state DOWN"), ("mlx5_2", "link layer Ethernet")}
+
+
+def test_roce_takes_the_ports_roce_v2_ipv4_gid_index():
+    facts = _facts({"mlx5_0": {1: _port("Ethernet", gid_index=5)}, "mlx5_1": {1: _port("Ethernet", gid_index=5)}})
+    plan = nccl_settings(facts, "roce", "eth0", traffic_class=106)
+    assert plan["settings"] == {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "NCCL_IB_GID_INDEX": 5, "NCCL_IB_TC": 106, "NCCL_SOCKET_IFNAME": "eth0"}
+    assert plan["fabric"] == "roce"
+
+
+def test_roce_port_without_ipv4_v2_gid_is_skipped():
+    facts = _facts({"mlx5_0": {1: _port("Ethernet", gid_index=3)}, "mlx5_1": {1: _port("Ethernet", gid_index=None)}})
+    plan = nccl_settings(facts, "roce", "eth0")
+    assert plan["settings"]["NCCL_IB_HCA"] == "=mlx5_0:1"
+    assert plan["skipped"] == [{"device": "mlx5_1", "port": 1, "reason": "no RoCE v2 GID with an IPv4 address"}]
+
+
+def test_roce_ports_that_disagree_on_gid_index_are_an_error_naming_both():
+    facts = _facts({"mlx5_0": {1: _port("Ethernet", gid_index=3)}, "mlx5_1": {1: _port("Ethernet", gid_index=5)}})
+    with pytest.raises(AnsibleFilterError, match=r"mlx5_0:1=3, mlx5_1:1=5"):
+        nccl_settings(facts, "roce", "eth0")
+
+
+def test_auto_prefers_infiniband_then_roce():
+    mixed = _facts({"mlx5_0": {1: _port("InfiniBand")}, "mlx5_1": {1: _port("Ethernet", gid_index=3)}})
+    assert nccl_settings(mixed, "auto", "eth0")["fabric"] == "infiniband"
+    roce = _facts({"mlx5_1": {1: _port("Ethernet", gid_index=3)}})
+    assert nccl_settings(roce, "auto", "eth0")["fabric"] == "roce"
+
+
+def test_no_rdma_device_gives_socket_only_settings():
+    plan = nccl_settings({"devices": {}}, "auto", "eth0")
+    assert plan == {"fabric": None, "ports": [], "skipped": [], "settings": {"NCCL_SOCKET_IFNAME": "eth0"}}
+
+
+def test_traffic_class_is_written_only_when_set():
+    assert "NCCL_IB_TC" not in nccl_settings(IB_12, "infiniband", "eth0", traffic_class=None)["settings"]
+    assert nccl_settings(IB_12, "infiniband", "eth0", traffic_class=0)["settings"]["NCCL_IB_TC"] == 0
+
+
+@pytest.mark.parametrize("value", [256, -1, "high"])
+def test_bad_traffic_class_names_the_field_and_range(value):
+    with pytest.raises(AnsibleFilterError, match=r"nccl_ib_traffic_class must be an integer 0-255"):
+        nccl_settings(IB_12, "infiniband", "eth0", traffic_class=value)
+
+
+def test_bad_fabric_lists_allowed_values():
+    with pytest.raises(AnsibleFilterError, match=r"allowed values: auto, infiniband, roce"):
+        nccl_settings(IB_12, "ethernet", "eth0")
+
+
+def test_empty_socket_ifname_is_an_error():
+    with pytest.raises(AnsibleFilterError, match=r"nccl_socket_ifname"):
+        nccl_settings(IB_12, "infiniband", "")
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"FOO": 1}, "not an NCCL variable"),
+    ({"NCCL_IB_HCA": "mlx5_0"}, "computed from facts"),
+])
+def test_extra_settings_are_validated(extra, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        nccl_settings(IB_12, "infiniband", "eth0", extra=extra)
+
+
+def test_extra_settings_follow_computed_ones_sorted():
+    plan = nccl_settings(IB_12, "infiniband", "eth0", extra={"NCCL_IB_QPS_PER_CONNECTION": 4, "NCCL_DEBUG": "WARN"})
+    assert list(plan["settings"])[-2:] == ["NCCL_DEBUG", "NCCL_IB_QPS_PER_CONNECTION"]
+
+
+def test_input_that_is_not_rdma_facts_is_rejected():
+    with pytest.raises(AnsibleFilterError, match="ansible_facts.rdma"):
+        nccl_settings({"foo": 1}, "auto", "eth0")
