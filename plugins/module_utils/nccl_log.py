@@ -1,0 +1,1402 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2025, hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Streaming analyser for NCCL_DEBUG=INFO output (NCCL 2.2 - 2.30).
+
+Pure Python, no Ansible imports.  Feed it lines (``NcclLogAnalyzer.feed``) or a whole
+file (``analyze_file``) and ask for ``result()``.  Memory is bounded by the number of
+processes, ranks and distinct error texts, never by the size of the log.
+
+Grammar notes (from NCCL's printf formats, not from sample files):
+
+* line prefix ``host:pid:tid [cudaDev] NCCL INFO msg`` (2.3+), ``host:pid:tid [dev] INFO msg`` (2.2),
+  ``host:pid:tid [dev] file:line [(func)] NCCL WARN msg``; an optional ``[%F %T] `` timestamp in front;
+  launchers add ``[1,3]<stdout>:``, ``0: ``, ``[trainer3]:`` or ``(pid=.., ip=..)`` in front; log
+  shippers wrap the line in JSON.  The bare ``NCCL version X`` banner has no prefix up to 2.21.
+* network selection: ``Using internal Network X`` (2.2-2.3), none (2.4-2.5), ``Using network X`` (2.6+),
+  ``Assigned NET plugin X to comm`` (2.27+, where ``IB``/``Socket`` are the built-in transports).
+* ``NET/Socket : Using ...`` up to 2.4 is the bootstrap network, not the data transport.
+* connection lines ``Ring|Channel NN[/C] : a[x] -> b[y] [send|receive] via NET/<name>/<dev>[/GDRDMA]``.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import re
+from itertools import compress
+
+NULL = None
+
+RETURN_CODES = {
+    0: "ncclSuccess", 1: "ncclUnhandledCudaError", 2: "ncclSystemError", 3: "ncclInternalError",
+    4: "ncclInvalidArgument", 5: "ncclInvalidUsage", 6: "ncclRemoteError", 7: "ncclInProgress",
+}
+
+# ibv_wc_status values (rdma-core, libibverbs/verbs.h) and what they usually mean under NCCL.
+WC_STATUS = {
+    1: ("IBV_WC_LOC_LEN_ERR", "local length error"),
+    2: ("IBV_WC_LOC_QP_OP_ERR", "local QP operation error"),
+    4: ("IBV_WC_LOC_PROT_ERR", "local protection error: memory registration failed, often GPUDirect RDMA "
+        "(nvidia_peermem / DMA-BUF) not usable for the buffer"),
+    5: ("IBV_WC_WR_FLUSH_ERR", "work request flushed: the QP already went to error state after an earlier failure"),
+    7: ("IBV_WC_BAD_RESP_ERR", "bad response"),
+    8: ("IBV_WC_LOC_ACCESS_ERR", "local access error"),
+    9: ("IBV_WC_REM_INV_REQ_ERR", "remote invalid request"),
+    10: ("IBV_WC_REM_ACCESS_ERR", "remote access error: peer memory registration / rkey problem"),
+    11: ("IBV_WC_REM_OP_ERR", "remote operation error"),
+    12: ("IBV_WC_RETRY_EXC_ERR", "transport retry counter exceeded: the peer did not answer - link down, "
+         "wrong GID index / unroutable RoCE GID, lossy fabric (PFC/ECN) or peer process gone"),
+    13: ("IBV_WC_RNR_RETRY_EXC_ERR", "receiver-not-ready retry counter exceeded"),
+    15: ("IBV_WC_REM_INV_RD_REQ_ERR", "remote invalid RD request"),
+    16: ("IBV_WC_REM_ABORT_ERR", "remote aborted"),
+    19: ("IBV_WC_FATAL_ERR", "fatal error"),
+    20: ("IBV_WC_RESP_TIMEOUT_ERR", "response timeout"),
+    21: ("IBV_WC_GENERAL_ERR", "general error"),
+}
+
+MAX_ERRORS = 200
+MAX_BUSBW_ROWS = 1000
+
+# ---------------------------------------------------------------- regexes
+_PREFIX = re.compile(r'(?<![\w.\-])([A-Za-z0-9_][\w.\-]*):(\d+):(\d+) \[(-?\d+)\] ')
+_TIMESTAMP = re.compile(r'^\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] ')
+_WRAP_MPI = re.compile(r'^\[(\d+),(\d+)\]<(?:stdout|stderr)>:')
+_WRAP_SLURM = re.compile(r'^(\d+): ')
+_WRAP_TAG = re.compile(r'^\[([\w.\-]+)\]: ?')
+_WRAP_RAY = re.compile(r'^\((?:[\w.\-]+ )?pid=(\d+)(?:, ip=([\w.:\-]+))?\) ')
+_RANK_TAG = re.compile(r'^\[Rank (\d+)\] ')
+_WARN_HEAD = re.compile(r'^(?:([\w./\-+]+:\d+)(?: \([^)]*\))? )?(?:NCCL )?WARN (.*)$')
+_INFO_HEAD = re.compile(r'^(?:NCCL )?INFO (.*)$')
+_VERSION = re.compile(r'NCCL version (\d+\.\d+\.\d+)')
+_HOP = re.compile(r'^(?:Ring|Channel) (\d+)(?:/(\d+))? : (\d+)(?:\[[0-9a-fA-Fx]+\])? -> (\d+)(?:\[[0-9a-fA-Fx]+\])?'
+                  r'(?: \[(send|receive)\])? via (.+?)\s*$')
+_COLLNET_HOP = re.compile(r'^(?:CollNet|Coll) (\d+)(?:/\d+)? : (\d+) \[(send|receive)\] via (.+?)\s*$')
+_NET_VIA = re.compile(r'^(?:NET|COLLNET)/(.+?)/(\d+)((?:/\S+)*)$')
+_RING_LIST = re.compile(r'^(?:Channel|Ring) \d+(?:/\d+)? :((?:\s+\d+)+)\s*$')
+_TREES = re.compile(r'\[\d+\] ([-\d/]+)->(\d+)->(-?\d+)')
+_IB_DEV = re.compile(r'\[(\d+)\]\s?([\w.\-+]+):(\d+)/(IB|RoCE)')
+_IFACE_IP = re.compile(r'(?:^|[\s\]])([A-Za-z][\w.\-]*):([0-9A-Fa-f.:%\w]+?)<\d+>')
+_ENV = re.compile(r'^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\s*$')
+_ENV_CONF = re.compile(r'^(NCCL_[A-Z0-9_]+) set by (?:environment|config file|[\w ]+) to (.*?)\s*$')
+_USING_NET = re.compile(r'^Using (?:internal )?[Nn]etwork (.+?)\s*$')
+_ASSIGNED = re.compile(r'^Assigned NET plugin (.+?) to comm')
+_RET = re.compile(r'^([\w./\-+]+\.(?:cc|cu|cpp|c|h|hpp)):(\d+) -> (\d+)(?: \[[^\]]*\])?\s*$')
+_RANK_NRANKS = re.compile(r'\brank (\d+) nranks (\d+)\b')
+_CHANNEL_SUMMARY = re.compile(r'(\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?')
+_GID_TRACE = re.compile(r'^NET/IB ?: Dev (\d+) Port (\d+) qpn (\d+) mtu (\d+) (?:query_ece=\S+ )?GID (\d+) \(([0-9A-Fa-f]+)/([0-9A-Fa-f]+)\)')
+_GDR_DISABLED = re.compile(r'^NET/(\w+) ?: GPU Direct RDMA Disabled for HCA (\d+) \'([^\']*)\'')
+_GDR_ENABLED = re.compile(r'^NET/(\w+) ?: GPU Direct RDMA Enabled for HCA (\d+) \'([^\']*)\'')
+_PLUGIN_LOADED = re.compile(r'^NET/Plugin ?: Loaded (net|coll|collnet) plugin (.+?)(?: \((v\d+)\))?\s*$')
+_P2P_PLUGIN = re.compile(r'^P2P plugin (\S+)')
+_PLUGIN_PATH = re.compile(r'^Plugin Path : (\S+)')
+_OFI_PROVIDER = re.compile(r'^NET/OFI Selected [Pp]rovider is (\S+?)(?: \(found (\d+) nics\))?\s*$')
+_TESTS_RANK = re.compile(r'^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)')
+_TESTS_HEADER = re.compile(r'^#\s+size\s+count\s+type\s')
+_TESTS_AVG = re.compile(r'^#\s*Avg bus bandwidth\s*:\s*([\d.]+)')
+_TESTS_ROW = re.compile(r'^\s*(\d+)\s+(\d+)\s+(\w+)\s+(.*)$')
+_TESTS_FAIL = re.compile(r'(Test (?:NCCL|CUDA) failure .*|Test failure \S+)$')
+_WATCHDOG = re.compile(r'(\[Rank \d+\] Watchdog caught collective operation timeout.*)$')
+_TORCH_NCCL_ERR = re.compile(r'((?:torch\.distributed\.)?(?:DistBackendError|RuntimeError): NCCL error.*|NCCL error in: .*)$')
+_WC_STATUS = re.compile(r'(?:with (?:error|status)[ =]|status=)(\d+)')
+_NVLS_COMM = re.compile(r'^NVLS comm 0x[0-9a-f]+ headRank')
+
+# analyze_file's C-level line filter: a line reaches the Python parser only when it holds one of these tokens.
+
+def _relevant(line):
+    """Cheap test: could any rule use this line?  (Plain ``in`` checks are the fastest substring test in CPython.)"""
+    return (b'NET/' in line or b'via ' in line or b'-> ' in line or b'WARN' in line or b'Using' in line or b'#' in line
+            or b'NCCL_' in line or b'version' in line or b'lugin' in line or b'nranks ' in line or b'channels' in line
+            or b'NVLS' in line or b'ollNet' in line or b'Trees' in line or b'Channel ' in line or b'Ring ' in line
+            or b'failure' in line or b'Watchdog' in line or b'NCCL error' in line or b'NIC distance' in line
+            or b'Bootstrap' in line or b'Init COMPLETE' in line)
+
+
+# nccl-tests result rows and JSON records are recognised by their start.
+_LEADING = re.compile(rb'\s*(?:\{|\d+\s+\d+\s+\w)')
+
+# Lines worth a closer look contain one of these; everything else is skipped cheaply.
+_MARKERS = ('INFO', 'WARN', 'NCCL', 'Rank', 'failure', 'bandwidth', 'Watchdog')
+
+# NCCL plugin-loader wordings and the releases that print them (inclusive, as (major, minor)).
+_LOADER_ERAS = (
+    (re.compile(r'^NET/Plugin : No plugin found \(libnccl-net\.so\)\.\s*$'), ((2, 3), (2, 4))),
+    (re.compile(r'^NET/Plugin : No plugin found \(libnccl-net\.so\), using internal implementation'), ((2, 5), (2, 16))),
+    (re.compile(r'^NET/Plugin : Plugin load \(libnccl-net\.so\) returned'), ((2, 17), (2, 18))),
+    (re.compile(r'^NET/Plugin : No plugin found, using internal implementation'), ((2, 17), (2, 18))),
+    (re.compile(r'^NET/Plugin : dlerror='), ((2, 19), (2, 20))),
+)
+
+_SOCKET_NAMES = ('Socket',)
+_LOOPBACK_IFACES = ('lo',)
+
+
+def _vtuple(version):
+    try:
+        parts = version.split('.')
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError, AttributeError):
+        return None
+
+
+def transport_label(name):
+    """Map a network name as NCCL prints it to the public value: IB, Socket or plugin:<name>."""
+    if name is None:
+        return None
+    name = name.strip()
+    if name == 'IB':
+        return 'IB'
+    if name == 'Socket':
+        return 'Socket'
+    return 'plugin:' + name
+
+
+class _Proc:
+    """Evidence collected for one process (host + pid, or one launcher tag when the NCCL prefix is missing)."""
+
+    __slots__ = ('key', 'host', 'pid', 'devs', 'versions', 'selected', 'selected_line', 'hop_nets', 'hop_line',
+                 'gdr_true', 'gdr_false', 'gdr_line', 'intra', 'ib_devices', 'ib_dev_keys', 'ib_probe_line',
+                 'socket_init_line', 'bootstrap', 'ofi', 'ofi_provider', 'plugin_loaded', 'p2p_plugin', 'plugin_path',
+                 'collnet_plugin', 'nvls', 'nvls_line', 'collnet', 'own_ranks', 'net_peers', 'nranks', 'env',
+                 'ifaces', 'eras', 'gids', 'chain', 'tree_internode', 'loopback_bootstrap', 'socket_ifaces',
+                 'internal_plugin')
+
+    def __init__(self, key, host, pid):
+        self.key = key
+        self.host = host
+        self.pid = pid
+        self.devs = set()
+        self.versions = set()
+        self.selected = None
+        self.selected_line = None
+        self.hop_nets = {}
+        self.hop_line = None
+        self.gdr_true = None
+        self.gdr_false = None
+        self.gdr_line = None
+        self.intra = {}
+        self.ib_devices = []
+        self.ib_dev_keys = set()
+        self.ib_probe_line = None
+        self.socket_init_line = None
+        self.bootstrap = False
+        self.ofi = False
+        self.ofi_provider = None
+        self.plugin_loaded = None
+        self.p2p_plugin = None
+        self.plugin_path = None
+        self.collnet_plugin = None
+        self.nvls = None
+        self.nvls_line = None
+        self.collnet = None
+        self.own_ranks = set()
+        self.net_peers = set()
+        self.nranks = None
+        self.env = {}
+        self.ifaces = {}
+        self.eras = []
+        self.gids = {}
+        self.chain = None
+        self.tree_internode = False
+        self.loopback_bootstrap = False
+        self.socket_ifaces = []
+        self.internal_plugin = False
+
+
+class NcclLogAnalyzer:
+    """Incremental analyser: ``feed(line)`` any number of times, then ``result()``."""
+
+    def __init__(self):
+        self.lineno = 0
+        self.procs = {}
+        self.versions = {}
+        self.errors = {}
+        self.errors_dropped = 0
+        self.env = {}
+        self.tests_ranks = {}
+        self.tests_devices_seen = False
+        self.busbw_rows = []
+        self.busbw_columns = None
+        self.busbw_avg = None
+        self.in_table = False
+        self.evidence = {}
+        self.lines_seen = 0
+        self.nccl_lines = 0
+
+    # ------------------------------------------------------------ input
+    def feed_lines(self, lines):
+        for line in lines:
+            self.feed(line)
+        return self
+
+    def feed(self, line):
+        """Analyse one line (str or bytes, with or without its newline)."""
+        self.lineno += 1
+        if isinstance(line, bytes):
+            line = line.decode('utf-8', 'replace')
+        try:
+            self._feed(line, self.lineno)
+        except Exception:  # pylint: disable=broad-except
+            # A malformed line must never stop the analysis of the rest of the log.
+            pass
+
+    def feed_at(self, line, lineno):
+        """Analyse one line whose 1-based line number the caller knows (used by analyze_file)."""
+        if isinstance(line, bytes):
+            line = line.decode('utf-8', 'replace')
+        try:
+            self._feed(line, lineno)
+        except Exception:  # pylint: disable=broad-except
+            pass
+
+    def _feed(self, line, lineno):
+        if not line:
+            return
+        line = line.rstrip('\r\n')
+        stripped = line.lstrip()
+        if not stripped:
+            return
+        if stripped[0] == '{' and '"' in stripped:
+            text = _json_message(stripped)
+            if text is not None:
+                for sub in text.splitlines():
+                    self._line(sub, lineno)
+                return
+        self._line(line, lineno)
+
+    # ------------------------------------------------------------ per line
+    def _line(self, line, lineno):
+        if self.in_table:
+            if self._table_line(line):
+                return
+        for marker in _MARKERS:
+            if marker in line:
+                break
+        else:
+            if not (self.tests_devices_seen or '#' in line):
+                return
+        s = line.strip()
+        if s.startswith('> '):
+            s = s[2:]
+        m = _TIMESTAMP.match(s)
+        if m:
+            s = s[m.end():]
+        tag = None
+        for rx in (_WRAP_MPI, _WRAP_RAY, _WRAP_SLURM, _WRAP_TAG):
+            m = rx.match(s)
+            if m:
+                tag = m.group(0).strip()
+                s = s[m.end():].lstrip()
+                m2 = _TIMESTAMP.match(s)
+                if m2:
+                    s = s[m2.end():]
+                break
+        m = _PREFIX.search(s)
+        proc = None
+        if m and m.start() <= 64:
+            host, pid, dev = m.group(1), m.group(2), m.group(4)
+            key = host + ':' + pid
+            proc = self.procs.get(key)
+            if proc is None:
+                proc = self.procs[key] = _Proc(key, host, int(pid))
+            proc.devs.add(int(dev))
+            rest = s[m.end():]
+        else:
+            rest = s
+        self.lines_seen += 1
+        # Level and message.
+        if proc is not None:
+            if rest.startswith('NCCL INFO ') or rest.startswith('INFO '):
+                self.nccl_lines += 1
+                self._info(proc, rest[10:] if rest[0] == 'N' else rest[5:], lineno, line)
+                return
+            mw = _WARN_HEAD.match(rest)
+            if mw:
+                self.nccl_lines += 1
+                self._warn(proc, rest, mw.group(2), lineno)
+                return
+            self._other(proc, rest, lineno, tag)
+            return
+        # No NCCL prefix (stripped by a shipper, or not an NCCL line).
+        idx = rest.find('NCCL INFO ')
+        if idx >= 0:
+            self.nccl_lines += 1
+            self._info(self._tag_proc(tag), rest[idx + 10:], lineno, line)
+            return
+        mw = _WARN_HEAD.match(rest)
+        if mw and 'WARN' in rest:
+            self.nccl_lines += 1
+            self._warn(self._tag_proc(tag), rest, mw.group(2), lineno)
+            return
+        idx = rest.find('NCCL WARN ')
+        if idx >= 0:
+            self.nccl_lines += 1
+            self._warn(self._tag_proc(tag), rest[idx:], rest[idx + 10:], lineno)
+            return
+        self._other(None, rest, lineno, tag)
+
+    def _tag_proc(self, tag):
+        key = 'tag:' + tag if tag else '-'
+        proc = self.procs.get(key)
+        if proc is None:
+            proc = self.procs[key] = _Proc(key, None, None)
+        return proc
+
+    # ------------------------------------------------------------ messages
+    def _info(self, proc, msg, lineno, raw):
+        m = _RANK_TAG.match(msg)
+        if m:
+            proc.own_ranks.add(int(m.group(1)))
+            msg = msg[m.end():]
+        msg = msg.strip()
+        if not msg:
+            return
+        c0 = msg[0]
+        # Return-code traces: "init.cc:903 -> 5".
+        if ' -> ' in msg:
+            mr = _RET.match(msg)
+            if mr:
+                self._chain(proc, mr.group(1) + ':' + mr.group(2) + ' -> ' + mr.group(3), int(mr.group(3)), lineno)
+                return
+        if proc.chain is not None:
+            self._flush_chain(proc)
+        if c0 == 'C' or c0 == 'R':
+            if msg.startswith('Channel ') or msg.startswith('Ring '):
+                if ' via ' in msg:
+                    mh = _HOP.match(msg)
+                    if mh:
+                        self._hop(proc, mh, msg, lineno)
+                        return
+                else:
+                    ml = _RING_LIST.match(msg)
+                    if ml:
+                        n = len(ml.group(1).split())
+                        if proc.nranks is None or n > proc.nranks:
+                            proc.nranks = n
+                        return
+            if msg.startswith('CollNet') or msg.startswith('Coll '):
+                mc = _COLLNET_HOP.match(msg)
+                if mc:
+                    proc.collnet = True
+                    self._evidence('collnet', lineno, raw)
+                    if 'GDRDMA' in mc.group(4):
+                        proc.gdr_true = proc.gdr_true or lineno
+                    return
+            if msg.startswith('Connected') and 'ollNet' in msg:
+                proc.collnet = True
+                self._evidence('collnet', lineno, raw)
+                return
+            if msg.startswith('Connected NVLS'):
+                proc.nvls = True
+                proc.nvls_line = proc.nvls_line or lineno
+                self._evidence('nvls', lineno, raw)
+                return
+        if 'NCCL version' in msg:
+            mv = _VERSION.search(msg)
+            if mv:
+                self._version(proc, mv.group(1), lineno)
+                return
+        if c0 == 'N':
+            if msg.startswith('NET/'):
+                self._net(proc, msg, lineno, raw)
+                return
+            if msg.startswith('NCCL_'):
+                me = _ENV_CONF.match(msg) or _ENV.match(msg)
+                if me:
+                    name, value = me.group(1), me.group(2)
+                    if value.endswith('.') and not value.endswith('..'):
+                        value = value[:-1]
+                    proc.env.setdefault(name, value)
+                    self.env.setdefault(name, value)
+                    return
+            if msg.startswith('NVLS'):
+                if _NVLS_COMM.match(msg):
+                    proc.nvls = True
+                    proc.intra['NVLS'] = proc.intra.get('NVLS') or lineno
+                    self._evidence('nvls', lineno, raw)
+                elif 'not available' in msg or 'not supported' in msg:
+                    if proc.nvls is None:
+                        proc.nvls = False
+                        self._evidence('nvls', lineno, raw)
+                return
+        if c0 == 'U':
+            mu = _USING_NET.match(msg)
+            if mu:
+                proc.selected = mu.group(1)
+                proc.selected_line = lineno
+                self._evidence('selection', lineno, raw)
+                return
+            if msg.startswith('Using non-device net plugin'):
+                return
+        if c0 == 'A' and msg.startswith('Assigned NET plugin'):
+            ma = _ASSIGNED.match(msg)
+            if ma:
+                proc.selected = ma.group(1)
+                proc.selected_line = lineno
+                self._evidence('selection', lineno, raw)
+            return
+        if c0 == 'I' and msg.startswith('Initialized NET plugin'):
+            proc.internal_plugin = True
+            return
+        if c0 == 'B' and msg.startswith('Bootstrap'):
+            proc.bootstrap = True
+            self._ifaces(proc, msg, bootstrap=True)
+            return
+        if c0 == 'P':
+            mp = _P2P_PLUGIN.match(msg)
+            if mp:
+                proc.p2p_plugin = mp.group(1)
+                self._evidence('plugin', lineno, raw)
+                return
+            mp = _PLUGIN_PATH.match(msg)
+            if mp:
+                proc.plugin_path = mp.group(1)
+                return
+        if c0 == 'T' and msg.startswith('Trees'):
+            for down, me, _up in _TREES.findall(msg):
+                proc.own_ranks.add(int(me))
+                kids = [d for d in down.split('/') if d and not d.startswith('-')]
+                if len(kids) >= 2:
+                    proc.tree_internode = True
+            return
+        if ' channels' in msg:
+            mc = _CHANNEL_SUMMARY.search(msg)
+            if mc:
+                if mc.group(2) is not None and int(mc.group(2)) == 0 and proc.collnet is None:
+                    proc.collnet = False
+                    self._evidence('collnet', lineno, raw)
+                if mc.group(3) is not None:
+                    nv = int(mc.group(3))
+                    if nv > 0:
+                        proc.nvls = True
+                        self._evidence('nvls', lineno, raw)
+                    elif proc.nvls is None:
+                        proc.nvls = False
+                        self._evidence('nvls', lineno, raw)
+                return
+        if ' nranks ' in msg:
+            mn = _RANK_NRANKS.search(msg)
+            if mn:
+                proc.own_ranks.add(int(mn.group(1)))
+                n = int(mn.group(2))
+                if proc.nranks is None or n > proc.nranks:
+                    proc.nranks = n
+                return
+        if 'Libfabric' in msg and 'NIC distance' in msg:
+            # 2.4 topology line names the network: "CUDA Dev 1[1], AWS Libfabric NIC distance : SYS"
+            mname = re.search(r'\], (.+?) NIC distance', msg)
+            if mname:
+                proc.hop_nets.setdefault('name:' + mname.group(1), 0)
+            return
+
+    def _net(self, proc, msg, lineno, raw):
+        if msg.startswith('NET/IB'):
+            devs = _IB_DEV.findall(msg) if ' Using ' in msg else None
+            if devs:
+                for idx, name, port, ll in devs:
+                    k = (name, int(port))
+                    if k not in proc.ib_dev_keys:
+                        proc.ib_dev_keys.add(k)
+                        proc.ib_devices.append({'name': name, 'port': int(port), 'link_layer': ll, 'index': int(idx)})
+                self._ifaces(proc, msg.split('OOB', 1)[-1] if 'OOB' in msg else '', bootstrap=False)
+                self._evidence('ib_devices', lineno, raw)
+                return
+            if 'No device found' in msg or 'sideband' in msg or 'No IP interface' in msg or 'Failed to' in msg:
+                proc.ib_probe_line = proc.ib_probe_line or lineno
+                self._evidence('ib_probe', lineno, raw)
+                return
+            mg = _GID_TRACE.match(msg)
+            if mg:
+                dev, port, gid_index = int(mg.group(1)), int(mg.group(2)), int(mg.group(5))
+                proc.gids[(dev, port)] = (gid_index, mg.group(6), mg.group(7), lineno)
+                return
+        md = _GDR_DISABLED.match(msg)
+        if md:
+            proc.gdr_false = proc.gdr_false or lineno
+            self._evidence('gdr', lineno, raw)
+            return
+        md = _GDR_ENABLED.match(msg)
+        if md:
+            proc.gdr_true = proc.gdr_true or lineno
+            self._evidence('gdr', lineno, raw)
+            return
+        if msg.startswith('NET/Socket'):
+            if 'Using' in msg:
+                proc.socket_init_line = proc.socket_init_line or lineno
+                proc.socket_ifaces = _IFACE_IP.findall(msg)
+                self._ifaces(proc, msg, bootstrap=False)
+                self._evidence('socket', lineno, raw)
+            return
+        if msg.startswith('NET/OFI'):
+            proc.ofi = True
+            mo = _OFI_PROVIDER.match(msg)
+            if mo:
+                proc.ofi_provider = mo.group(1)
+                self._evidence('plugin', lineno, raw)
+            return
+        if msg.startswith('NET/Plugin'):
+            mp = _PLUGIN_LOADED.match(msg)
+            if mp:
+                if mp.group(1) == 'net':
+                    proc.plugin_loaded = (mp.group(2), mp.group(3))
+                else:
+                    proc.collnet_plugin = mp.group(2) + (' (%s)' % mp.group(3) if mp.group(3) else '')
+                self._evidence('plugin', lineno, raw)
+                return
+            for rx, era in _LOADER_ERAS:
+                if rx.match(msg):
+                    proc.eras.append((era, lineno, msg))
+                    break
+            return
+        if msg.startswith('NET : Using') or msg.startswith('NET: Using'):
+            self._ifaces(proc, msg, bootstrap=True)
+            proc.bootstrap = True
+
+    def _ifaces(self, proc, msg, bootstrap):
+        for iface, ip in _IFACE_IP.findall(msg):
+            proc.ifaces.setdefault(iface, set()).add(ip)
+            if bootstrap and (iface in _LOOPBACK_IFACES or ip.startswith('127.')):
+                proc.loopback_bootstrap = True
+
+    def _hop(self, proc, mh, msg, lineno):
+        src, dst, side, via = int(mh.group(3)), int(mh.group(4)), mh.group(5), mh.group(6)
+        mn = _NET_VIA.match(via)
+        if mn and via.startswith('NET/'):
+            name = mn.group(1)
+            proc.hop_nets[name] = proc.hop_nets.get(name, 0) + 1
+            if proc.hop_line is None:
+                proc.hop_line = lineno
+                self._evidence('hop', lineno, msg)
+            if 'GDRDMA' in mn.group(3):
+                if proc.gdr_true is None:
+                    proc.gdr_true = lineno
+                    self._evidence('gdr', lineno, msg)
+            elif proc.gdr_false is None:
+                proc.gdr_false = lineno
+                self._evidence('gdr', lineno, msg)
+            if side == 'send':
+                proc.own_ranks.add(src)
+                proc.net_peers.add((dst, name))
+            elif side == 'receive':
+                proc.own_ranks.add(dst)
+                proc.net_peers.add((src, name))
+            return
+        if via.startswith('COLLNET'):
+            proc.collnet = True
+            return
+        label = via
+        if label == 'direct shared memory':
+            label = 'SHM (direct shared memory)'
+        elif label.startswith('NVLS'):
+            label = 'NVLS'
+            proc.nvls = True
+        proc.own_ranks.add(src)
+        proc.own_ranks.add(dst)
+        if label not in proc.intra:
+            proc.intra[label] = lineno
+            self._evidence('intra', lineno, msg)
+
+    def _chain(self, proc, frame, code, lineno):
+        ch = proc.chain
+        if ch is not None and ch[2] == code:
+            ch[1] = frame
+            ch[3] += 1
+            return
+        if ch is not None:
+            self._flush_chain(proc)
+        proc.chain = [frame, frame, code, 1, lineno]
+
+    def _flush_chain(self, proc):
+        ch = proc.chain
+        proc.chain = None
+        if ch is None or ch[3] < 2 or ch[2] == 0:
+            return
+        name = RETURN_CODES.get(ch[2], 'error %d' % ch[2])
+        text = '%s ... %s' % (ch[0], ch[1])
+        self._add_error(text, 'return code', ch[4], proc, meaning='%s (%d) returned up the call stack' % (name, ch[2]))
+
+    def _warn(self, proc, text, msg, lineno):
+        if proc is not None and proc.chain is not None:
+            self._flush_chain(proc)
+        text = text.strip()
+        category, meaning = classify_error(text)
+        if category == 'duplicate GPU' and proc is not None:
+            for r in re.findall(r'rank (\d+)', text):
+                proc.own_ranks.add(int(r))
+        self._add_error(text, category, lineno, proc, meaning=meaning)
+
+    def _version(self, proc, version, lineno):
+        entry = self.versions.get(version)
+        if entry is None:
+            self.versions[version] = lineno
+        if proc is not None:
+            proc.versions.add(version)
+
+    def _other(self, proc, rest, lineno, tag):
+        """Lines that are not NCCL INFO/WARN: version banner, nccl-tests output, framework errors."""
+        if 'NCCL version' in rest:
+            mv = _VERSION.search(rest)
+            if mv:
+                self._version(proc, mv.group(1), lineno)
+        s = rest.strip()
+        if s.startswith('#'):
+            mt = _TESTS_RANK.match(s)
+            if mt:
+                self.tests_devices_seen = True
+                self.tests_ranks[int(mt.group(1))] = (mt.group(3), int(mt.group(2)), int(mt.group(4)))
+                return
+            if _TESTS_HEADER.match(s):
+                self.busbw_columns = s.lstrip('#').split()
+                self.in_table = True
+                return
+            ma = _TESTS_AVG.match(s)
+            if ma:
+                self.busbw_avg = float(ma.group(1))
+            return
+        mf = _TESTS_FAIL.search(s)
+        if mf:
+            self._add_error(mf.group(1).strip(), 'nccl-tests', lineno, proc)
+            return
+        mw = _WATCHDOG.search(s)
+        if mw:
+            self._add_error(mw.group(1).strip(), 'timeout', lineno, proc,
+                            meaning='a collective did not finish within the framework timeout: a hung peer, a dead link or a '
+                                    'transport that never connected')
+            return
+        mt = _TORCH_NCCL_ERR.search(s)
+        if mt:
+            category, meaning = classify_error(mt.group(1))
+            self._add_error(mt.group(1).strip(), category if category != 'other' else 'framework', lineno, proc, meaning=meaning)
+
+    def _table_line(self, line):
+        s = line.strip()
+        for rx in (_WRAP_MPI, _WRAP_SLURM):
+            m = rx.match(s)
+            if m:
+                s = s[m.end():].strip()
+                break
+        if not s:
+            return True
+        if s.startswith('#'):
+            ma = _TESTS_AVG.match(s)
+            if ma:
+                self.busbw_avg = float(ma.group(1))
+                self.in_table = False
+            return bool(ma) or s.startswith('#  ') or s.startswith('# ') and '(B)' in s or s == '#'
+        m = _TESTS_ROW.match(s)
+        if not m or not self.busbw_columns:
+            return False
+        fields = s.split()
+        if len(self.busbw_rows) < MAX_BUSBW_ROWS:
+            self.busbw_rows.append(_table_row(self.busbw_columns, fields))
+        return True
+
+    def _add_error(self, text, category, lineno, proc, meaning=None):
+        entry = self.errors.get(text)
+        if entry is None:
+            if len(self.errors) >= MAX_ERRORS:
+                self.errors_dropped += 1
+                return
+            entry = {'line': lineno, 'text': text, 'category': category, 'count': 0, 'hosts': []}
+            if meaning:
+                entry['meaning'] = meaning
+            self.errors[text] = entry
+        entry['count'] += 1
+        if proc is not None and proc.host and proc.host not in entry['hosts'] and len(entry['hosts']) < 16:
+            entry['hosts'].append(proc.host)
+
+    def _evidence(self, kind, lineno, raw):
+        lst = self.evidence.setdefault(kind, [])
+        if len(lst) < 5:
+            lst.append({'line': lineno, 'text': raw.strip()[:300]})
+
+    # ------------------------------------------------------------ result
+    def result(self):
+        """Return the analysis as a JSON-serialisable dict (see the module RETURN for the keys)."""
+        for proc in self.procs.values():
+            if proc.chain is not None:
+                self._flush_chain(proc)
+        return _Summariser(self).summary()
+
+
+def _table_row(columns, fields):
+    # nccl-tests prints: size count type [redop] [root] | time algbw busbw #wrong | time algbw busbw #wrong
+    row = {}
+    lead = [c for c in columns if c in ('size', 'count', 'type', 'redop', 'root')]
+    for i, col in enumerate(lead):
+        if i < len(fields):
+            row[col] = fields[i]
+    rest = fields[len(lead):]
+    names = ('time_us', 'algbw_gbps', 'busbw_gbps', 'wrong')
+    for prefix, chunk in (('out_of_place', rest[0:4]), ('in_place', rest[4:8])):
+        part = {}
+        for name, val in zip(names, chunk):
+            try:
+                part[name] = float(val) if name != 'wrong' else val
+            except ValueError:
+                part[name] = val
+        if part:
+            row[prefix] = part
+    for key in ('size', 'count', 'root'):
+        if key in row:
+            try:
+                row[key] = int(row[key])
+            except ValueError:
+                pass
+    return row
+
+
+def classify_error(text):
+    """Return (category, meaning) for a WARN / error line."""
+    low = text.lower()
+    if 'duplicate gpu' in low:
+        return 'duplicate GPU', 'two ranks of one communicator use the same GPU: check CUDA_VISIBLE_DEVICES / local rank mapping'
+    if 'completion' in low:
+        m = _WC_STATUS.search(text)
+        if m:
+            status = int(m.group(1))
+            name, meaning = WC_STATUS.get(status, ('status %d' % status, 'see ibv_wc_status'))
+            return 'completion', '%s (%d): %s' % (name, status, meaning)
+        return 'completion', 'an RDMA work completion failed'
+    if 'modify_qp' in low or 'ibv_create_qp' in low or ' qp ' in low:
+        hint = ''
+        if 'unreachable' in low or 'timed out' in low:
+            hint = ': no route to the peer GID - usually the wrong NCCL_IB_GID_INDEX on RoCE or a down link'
+        return 'QP', 'queue pair setup failed' + hint
+    if 'gid' in low:
+        return 'GID', 'GID lookup failed: check NCCL_IB_GID_INDEX and that the netdev has an IP address'
+    if 'net/ofi' in low or 'plugin' in low or 'dlopen' in low or 'libnccl-net' in low:
+        return 'plugin load', 'the external network plugin failed'
+    if ('socket' in low or 'bootstrap' in low or 'connect' in low or low.startswith('net :')
+            or ' net : ' in low or 'address' in low or 'connection' in low):
+        return 'bootstrap', 'out-of-band TCP connection between ranks failed: check NCCL_SOCKET_IFNAME, firewalls and routes'
+    if 'timeout' in low or 'timed out' in low or 'watchdog' in low:
+        return 'timeout', 'an operation timed out'
+    if 'ibv_' in low or 'net/ib' in low or 'no device' in low or 'mlx5' in low or 'device' in low:
+        return 'device', 'an RDMA device call failed'
+    if 'nvml' in low or 'cuda' in low:
+        return 'system', 'a CUDA / NVML call failed'
+    return 'other', None
+
+
+def _json_message(text):
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    for key in ('log', 'message', 'msg', 'MESSAGE', '@message', 'textPayload', 'line', 'text'):
+        val = obj.get(key)
+        if isinstance(val, str):
+            return val
+        if isinstance(val, dict):
+            inner = _first_string(val)
+            if inner is not None:
+                return inner
+    return _first_string(obj)
+
+
+def _first_string(obj, depth=0):
+    if depth > 4:
+        return None
+    if isinstance(obj, dict):
+        for val in obj.values():
+            if isinstance(val, str) and ('NCCL' in val or 'INFO' in val or 'WARN' in val):
+                return val
+        for val in obj.values():
+            if isinstance(val, (dict, list)):
+                found = _first_string(val, depth + 1)
+                if found is not None:
+                    return found
+    elif isinstance(obj, list):
+        for val in obj:
+            found = _first_string(val, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+class _Summariser:
+    """Turns the collected per-process evidence into the public result."""
+
+    def __init__(self, an):
+        self.an = an
+        self.procs = [p for p in an.procs.values()]
+        self.ofi_name = self._ofi_name()
+
+    def _ofi_name(self):
+        # The aws-ofi-nccl network name as NCCL printed it anywhere in the log ("AWS Libfabric" in older plugin
+        # releases, "Libfabric" in newer ones).  When the log never prints it, the long-standing name is used.
+        for p in self.procs:
+            for cand in [p.selected] + list(p.hop_nets):
+                if cand and cand.startswith('name:'):
+                    cand = cand[5:]
+                if cand and ('Libfabric' in cand or 'OFI' in cand):
+                    return cand
+        return 'AWS Libfabric'
+
+    def proc_transport(self, p, version):
+        nets = [n for n in p.hop_nets if not n.startswith('name:')]
+        if nets:
+            best = max(nets, key=lambda n: p.hop_nets[n])
+            return transport_label(best)
+        if p.selected:
+            return transport_label(p.selected)
+        if p.ofi:
+            return transport_label(self.ofi_name)
+        if p.ib_devices:
+            if p.p2p_plugin:
+                return transport_label(p.p2p_plugin)
+            return 'IB'
+        if p.socket_init_line is not None:
+            vt = _vtuple(version) if version else None
+            if p.ib_probe_line is not None or (p.bootstrap and (vt is None or vt >= (2, 5))) or (vt is not None and vt >= (2, 5)):
+                return 'Socket'
+        return None
+
+    def summary(self):
+        an = self.an
+        versions = sorted(an.versions, key=lambda v: [int(x) for x in v.split('.')])
+        global_version = versions[0] if len(versions) == 1 else None
+        per = {}
+        host_ranks = {}
+        host_devs = {}
+        host_procs = {}
+        for p in self.procs:
+            pv = sorted(p.versions)[0] if len(p.versions) == 1 else global_version
+            t = self.proc_transport(p, pv)
+            entry = {
+                'host': p.host,
+                'pid': p.pid,
+                'nccl_version': sorted(p.versions)[0] if len(p.versions) == 1 else (sorted(p.versions) or None),
+                'net_transport': t,
+                'ib_devices': [_pub_dev(d) for d in p.ib_devices],
+                'gdr': True if p.gdr_true is not None else (False if p.gdr_false is not None else None),
+                'collnet': p.collnet,
+                'nvls': p.nvls,
+                'intra_node': list(p.intra),
+                'ranks': sorted(p.own_ranks)[:64],
+                'env': dict(p.env),
+            }
+            if p.ofi_provider:
+                entry['plugin_provider'] = p.ofi_provider
+            per[p.key] = entry
+            p_t = t
+            if p.host:
+                host_ranks.setdefault(p.host, set()).update(p.own_ranks)
+                host_devs.setdefault(p.host, 0)
+                host_devs[p.host] += max(1, len(p.devs))
+                host_procs.setdefault(p.host, []).append(p)
+            entry['_t'] = p_t
+        for rank, (host, _pid, _dev) in an.tests_ranks.items():
+            host_ranks.setdefault(host, set()).add(rank)
+
+        transports = {}
+        for key, e in per.items():
+            if e['net_transport']:
+                transports.setdefault(e['net_transport'], []).append(key)
+        net_transport = None
+        if len(transports) == 1:
+            net_transport = list(transports)[0]
+        elif transports:
+            net_transport = max(transports, key=lambda k: len(transports[k]))
+
+        ib_devices = []
+        seen = set()
+        for p in self.procs:
+            for d in p.ib_devices:
+                k = (d['name'], d['port'])
+                if k not in seen:
+                    seen.add(k)
+                    ib_devices.append(_pub_dev(d))
+
+        gdr_vals = [e['gdr'] for e in per.values() if e['gdr'] is not None]
+        gdr = None
+        if gdr_vals:
+            gdr = all(gdr_vals)
+        nvls_vals = [e['nvls'] for e in per.values() if e['nvls'] is not None]
+        nvls = True if True in nvls_vals else (False if nvls_vals else None)
+        col_vals = [e['collnet'] for e in per.values() if e['collnet'] is not None]
+        collnet = True if True in col_vals else (False if col_vals else None)
+
+        intra = []
+        multi_node, machines = self._multi_node(host_ranks, host_devs, host_procs)
+        for p in self.procs:
+            for label in p.intra:
+                if label not in intra:
+                    intra.append(label)
+            # NET hops whose peer lives in the same process/host: loopback through the NIC.
+            local = host_ranks.get(p.host, set()) if p.host else p.own_ranks
+            for peer, name in p.net_peers:
+                if peer in local or peer in p.own_ranks:
+                    label = 'NET/' + name
+                    if label not in intra:
+                        intra.append(label)
+
+        env = dict(an.env)
+        ib_disabled = env.get('NCCL_IB_DISABLE') == '1'
+        fallback = self._fallback(per, net_transport, ib_disabled)
+
+        errors = list(an.errors.values())
+        for e in errors:
+            if not e['hosts']:
+                del e['hosts']
+        errors.extend(self._inferred(per, transports, net_transport, multi_node))
+
+        result = {
+            'nccl_version': versions[0] if len(versions) == 1 else (versions or None),
+            'nccl_versions': versions,
+            'net_transport': net_transport,
+            'net_transports': sorted(transports),
+            'ib_devices': ib_devices,
+            'gdr': gdr,
+            'collnet': collnet,
+            'nvls': nvls,
+            'intra_node': intra,
+            'multi_node': multi_node,
+            'fallback_to_socket': fallback,
+            'errors': errors,
+            'env': env,
+            'ib_disabled_by_env': True if ib_disabled else (False if 'NCCL_IB_DISABLE' in env else None),
+            'per_host': {},
+            'hosts': sorted(host_procs),
+            'machines': machines,
+            'processes': len([p for p in self.procs if p.host]),
+            'ranks': self._nranks(),
+            'plugin': self._plugin(),
+            'gid': self._gids(),
+            'busbw': self._busbw(),
+            'evidence': an.evidence,
+            'lines': an.lineno,
+            'nccl_lines': an.nccl_lines,
+        }
+        if an.errors_dropped:
+            result['errors_dropped'] = an.errors_dropped
+        providers = sorted(set(p.ofi_provider for p in self.procs if p.ofi_provider))
+        if providers:
+            result['plugin_provider'] = providers[0] if len(providers) == 1 else providers
+        for key, e in per.items():
+            e.pop('_t', None)
+            result['per_host'][key] = e
+        result['mismatch'] = len(transports) > 1
+        return result
+
+    # -- helpers
+    def _nranks(self):
+        vals = [p.nranks for p in self.procs if p.nranks]
+        if self.an.tests_ranks:
+            vals.append(len(self.an.tests_ranks))
+        return max(vals) if vals else None
+
+    def _machines(self, host_procs):
+        hosts = set(host_procs)
+        hosts.update(h for h, _p, _d in self.an.tests_ranks.values())
+        count = 0
+        for host in hosts:
+            per_iface = {}
+            for p in host_procs.get(host, []):
+                for iface, ips in p.ifaces.items():
+                    if iface in _LOOPBACK_IFACES:
+                        continue
+                    per_iface.setdefault(iface, set()).update(ips)
+            count += max([1] + [len(v) for v in per_iface.values()])
+        return count
+
+    def _multi_node(self, host_ranks, host_devs, host_procs):
+        machines = self._machines(host_procs)
+        if machines >= 2:
+            return True, machines
+        for p in self.procs:
+            if p.tree_internode:
+                return True, machines
+            local = host_ranks.get(p.host, set()) if p.host else p.own_ranks
+            for peer, _name in p.net_peers:
+                if peer not in local:
+                    return True, machines
+        if machines != 1:
+            return None, machines
+        host = list(host_ranks)[0] if len(host_ranks) == 1 else (list(host_procs)[0] if host_procs else None)
+        local = host_ranks.get(host, set())
+        nranks = self._nranks()
+        if nranks:
+            if len(local) >= nranks or host_devs.get(host, 0) >= nranks and len(host_procs.get(host, [])) >= nranks:
+                return False, machines
+            if set(range(nranks)) <= local:
+                return False, machines
+            return None, machines
+        if any(p.loopback_bootstrap for p in host_procs.get(host, [])):
+            return False, machines
+        if len(local) >= 2 and 0 in local:
+            return False, machines
+        return None, machines
+
+    def _fallback(self, per, net_transport, ib_disabled):
+        if net_transport is None:
+            return None
+        socket_procs = [p for p in self.procs if per[p.key]['net_transport'] == 'Socket']
+        if not socket_procs:
+            return False
+        hosts = set(p.host for p in socket_procs)
+        for p in self.procs:
+            if p.host in hosts or p.host is None:
+                if p.ib_probe_line is not None:
+                    return True
+                plug = p.p2p_plugin or (p.plugin_loaded[0] if p.plugin_loaded else '')
+                if plug and plug.startswith('IB') and per[p.key]['net_transport'] in (None, 'Socket'):
+                    return True
+        if ib_disabled:
+            return False
+        if any(p.socket_init_line is not None for p in socket_procs):
+            return False
+        return None
+
+    def _inferred(self, per, transports, net_transport, multi_node):
+        out = []
+        if len(transports) > 1:
+            parts = ['%s on %s' % (t, ', '.join(sorted(keys)[:4]) + (' ...' if len(keys) > 4 else ''))
+                     for t, keys in sorted(transports.items())]
+            out.append({'line': None, 'category': 'transport mismatch', 'inferred': True,
+                        'text': 'inferred: processes selected different network transports: ' + '; '.join(parts)})
+        # NCCL builds: explicit versions per process, or plugin-loader wording eras.
+        ranges = []
+        for p in self.procs:
+            for v in p.versions:
+                vt = _vtuple(v)
+                if vt:
+                    ranges.append((p.key, (vt, vt), 'NCCL version ' + v))
+            for era, _lineno, msg in p.eras[:1]:
+                ranges.append((p.key, era, msg))
+        disjoint = None
+        for i, (k1, r1, m1) in enumerate(ranges):
+            for k2, r2, m2 in ranges[i + 1:]:
+                if k1 != k2 and (r1[1] < r2[0] or r2[1] < r1[0]):
+                    disjoint = (k1, m1, k2, m2)
+                    break
+            if disjoint:
+                break
+        if disjoint:
+            out.append({'line': None, 'category': 'version mismatch', 'inferred': True,
+                        'text': "inferred: processes run different NCCL builds - %s prints '%s', %s prints '%s'" % disjoint})
+        if net_transport == 'Socket' and multi_node is not False:
+            for p in self.procs:
+                for iface, ip in p.socket_ifaces:
+                    if iface in _LOOPBACK_IFACES or ip.startswith('127.'):
+                        out.append({'line': p.socket_init_line, 'category': 'socket on loopback', 'inferred': True,
+                                    'text': 'inferred: the socket transport is bound to %s (%s), which cannot reach other hosts; '
+                                            'set NCCL_SOCKET_IFNAME to a routable interface' % (iface, ip)})
+                        return out
+        return out
+
+    def _plugin(self):
+        info = {}
+        for p in self.procs:
+            if p.plugin_loaded and 'name' not in info:
+                info['name'] = p.plugin_loaded[0]
+                if p.plugin_loaded[1]:
+                    info['api'] = p.plugin_loaded[1]
+                info['loaded'] = True
+            if p.p2p_plugin and 'p2p_name' not in info:
+                info['p2p_name'] = p.p2p_plugin
+            if p.plugin_path and 'library' not in info:
+                info['library'] = p.plugin_path
+            if p.collnet_plugin and 'collnet_plugin' not in info:
+                info['collnet_plugin'] = p.collnet_plugin
+            if p.ofi and 'name' not in info:
+                info['name'] = self.ofi_name
+                info['loaded'] = True
+        if info and (info.get('p2p_name') or info.get('name')):
+            names = set(p.selected for p in self.procs if p.selected) | set(n for p in self.procs for n in p.hop_nets)
+            plug = info.get('p2p_name') or info.get('name')
+            if names:
+                info['usable'] = any(n == plug or (n and n.startswith(plug)) for n in names) or (plug == self.ofi_name)
+        return info or None
+
+    def _gids(self):
+        out = []
+        for p in self.procs:
+            for (dev, port), (index, prefix, iid, lineno) in sorted(p.gids.items()):
+                kind = gid_kind(prefix, iid)
+                name = None
+                for d in p.ib_devices:
+                    if d.get('index') == dev:
+                        name = d['name']
+                entry = {'host': p.host, 'dev': dev, 'hca': name, 'port': port, 'gid_index': index, 'kind': kind, 'line': lineno}
+                if entry not in out and len(out) < 64:
+                    out.append(entry)
+        return out
+
+    def _busbw(self):
+        an = self.an
+        if not an.busbw_rows and an.busbw_avg is None:
+            return None
+        peak = None
+        for row in an.busbw_rows:
+            for side in ('out_of_place', 'in_place'):
+                val = row.get(side, {}).get('busbw_gbps')
+                if isinstance(val, float) and (peak is None or val > peak):
+                    peak = val
+        return {'avg_busbw_gbps': an.busbw_avg, 'peak_busbw_gbps': peak, 'rows': an.busbw_rows}
+
+
+def gid_kind(prefix_hex, iid_hex):
+    """Classify the GID NCCL printed as (subnet prefix / interface id), each a little-endian 64-bit hex."""
+    try:
+        prefix = int(prefix_hex, 16)
+        iid = int(iid_hex, 16)
+    except ValueError:
+        return 'unknown'
+    pbytes = prefix.to_bytes(8, 'little')
+    ibytes = iid.to_bytes(8, 'little')
+    if pbytes[0] == 0xfe and (pbytes[1] & 0xc0) == 0x80:
+        return 'link-local'
+    if prefix == 0 and ibytes[2:4] == b'\xff\xff' and ibytes[0:2] == b'\x00\x00':
+        return 'ipv4-mapped'
+    if prefix == 0 and ibytes[:4] == b'\x00\x00\xff\xff':
+        return 'ipv4-mapped'
+    return 'global'
+
+
+def _pub_dev(d):
+    return {'name': d['name'], 'port': d['port'], 'link_layer': d['link_layer']}
+
+
+def analyze_lines(lines):
+    an = NcclLogAnalyzer()
+    an.feed_lines(lines)
+    return an.result()
+
+
+def analyze_text(text):
+    """Analyse a whole log given as one string."""
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', 'replace')
+    return analyze_lines(text.splitlines())
+
+
+def analyze_file(path, chunk_size=1 << 22):
+    """Analyse a log file in constant memory.
+
+    Hot path: the file is read in binary chunks, split into lines in C, and only lines that contain one of the
+    tokens any rule looks at (``_relevant``) reach the Python parser; COLL/proxy chatter is skipped in C.
+    """
+    an = NcclLogAnalyzer()
+    leading = _LEADING.match
+    base = 0
+    rest = b''
+    with open(path, 'rb') as fh:
+        while True:
+            data = fh.read(chunk_size)
+            if not data:
+                break
+            if rest:
+                data = rest + data
+            cut = data.rfind(b'\n')
+            if cut < 0:
+                rest = data
+                continue
+            rest = data[cut + 1:]
+            lines = data[:cut].split(b'\n')
+            idx = range(len(lines))
+            picked = set(compress(idx, map(_relevant, lines)))
+            picked.update(compress(idx, map(leading, lines)))
+            for i in sorted(picked):
+                an.feed_at(lines[i], base + i + 1)
+            base += len(lines)
+    if rest:
+        base += 1
+        an.feed_at(rest, base)
+    an.lineno = base
+    return an.result()
+
+
+# ---------------------------------------------------------------- running a command (no Ansible needed)
+def run_logged_command(argv, env, timeout, chdir=None):
+    """Run ``argv`` (no shell) with NCCL_DEBUG=INFO, stream its output into the analyser, kill it after ``timeout`` s.
+
+    Returns a dict: analysis, rc, timed_out, error (a message when the command could not start).
+    """
+    import os
+    import subprocess
+    import threading
+
+    full_env = dict(os.environ)
+    full_env['LC_ALL'] = 'C'
+    full_env.setdefault('NCCL_DEBUG', 'INFO')
+    for key, val in (env or {}).items():
+        full_env[str(key)] = str(val)
+    if 'NCCL_DEBUG' not in (env or {}):
+        full_env['NCCL_DEBUG'] = 'INFO'
+    an = NcclLogAnalyzer()
+    out = {'analysis': None, 'rc': None, 'timed_out': False, 'error': None}
+    try:
+        proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=full_env,
+                                cwd=chdir, start_new_session=True)
+    except (OSError, ValueError) as exc:
+        out['error'] = 'command %s: cannot run it: %s' % (argv[0], exc)
+        out['rc'] = 127
+        return out
+
+    def _kill():
+        out['timed_out'] = True
+        try:
+            os.killpg(proc.pid, 9)
+        except OSError:
+            try:
+                proc.kill()
+            except OSError:
+                pass
+
+    timer = threading.Timer(timeout, _kill) if timeout else None
+    if timer:
+        timer.daemon = True
+        timer.start()
+    try:
+        for raw in iter(proc.stdout.readline, b''):
+            an.feed(raw)
+        proc.stdout.close()
+        out['rc'] = proc.wait()
+    finally:
+        if timer:
+            timer.cancel()
+    out['analysis'] = an.result()
+    return out
+
+
+# ---------------------------------------------------------------- expectations
+def _quote(result, kinds, limit=3):
+    lines = []
+    for kind in kinds:
+        for ev in result.get('evidence', {}).get(kind, []):
+            lines.append("line %s: '%s'" % (ev['line'], ev['text']))
+            if len(lines) >= limit:
+                return '; '.join(lines)
+    return '; '.join(lines) if lines else 'no line of the log shows it'
+
+
+def _transport_matches(expected, got):
+    if got is None:
+        return False
+    exp = expected.strip()
+    if exp.lower() in ('ib', 'socket'):
+        return got.lower() == exp.lower()
+    if exp.startswith('plugin:'):
+        exp = exp[7:]
+    if not got.startswith('plugin:'):
+        return False
+    name = got[7:]
+    return name == exp or (re.match(r'^' + re.escape(exp) + r'_v\d+$', name) is not None)
+
+
+def roce_v2_ipv4_gid_index(sysfs_root, hca, port):
+    """Index of the RoCE v2 IPv4-mapped GID of ``hca`` ``port`` under ``sysfs_root`` (None when not found)."""
+    import os
+    base = os.path.join(sysfs_root, 'class', 'infiniband', hca, 'ports', str(port))
+    types = os.path.join(base, 'gid_attrs', 'types')
+    try:
+        names = sorted(os.listdir(types), key=lambda x: int(x) if x.isdigit() else 1 << 30)
+    except OSError:
+        return None
+    for idx in names:
+        try:
+            with open(os.path.join(types, idx)) as fh:
+                kind = fh.read().strip()
+            with open(os.path.join(base, 'gids', idx)) as fh:
+                gid = fh.read().strip()
+        except (OSError, IOError):
+            continue
+        if 'v2' in kind and gid.startswith('0000:0000:0000:0000:0000:ffff:'):
+            return int(idx)
+    return None
+
+
+def _gid_hints(result, sysfs_root):
+    hints = []
+    for g in result.get('gid') or []:
+        if g['kind'] == 'link-local':
+            hca = g.get('hca') or 'dev %s' % g['dev']
+            v2 = roce_v2_ipv4_gid_index(sysfs_root, g['hca'], g['port']) if (sysfs_root and g.get('hca')) else None
+            where = ('the RoCE v2 IPv4 GID on %s port %s is index %d' % (hca, g['port'], v2) if v2 is not None else
+                     'use the RoCE v2 IPv4-mapped GID index of %s port %s (commonly 3; see show_gids or '
+                     '/sys/class/infiniband/%s/ports/%s/gid_attrs/types/)' % (hca, g['port'], hca, g['port']))
+            hints.append('NCCL_IB_GID_INDEX=%s selects a link-local RoCE v1 GID (fe80::, line %s); %s'
+                         % (g['gid_index'], g['line'], where))
+    for e in result.get('errors', []):
+        if e['category'] in ('QP', 'GID', 'completion') and not e.get('inferred'):
+            hints.append("line %s: '%s' - %s" % (e['line'], e['text'], e.get('meaning') or e['category']))
+    return hints
+
+
+def check_expectations(result, expect_transport=None, expect_link_layer=None, expect_gdr=None, expect_hcas=None,
+                       forbid_fallback=False, sysfs_root='/sys'):
+    """Return a list of messages, one per unmet expectation (empty when all are met)."""
+    findings = []
+    per = result.get('per_host') or {}
+    if expect_transport:
+        bad = dict((k, v['net_transport']) for k, v in per.items()
+                   if v['net_transport'] is not None and not _transport_matches(expect_transport, v['net_transport']))
+        got = result.get('net_transport')
+        if got is None and not bad:
+            findings.append('expected transport %s but the log does not show which transport NCCL selected (no '
+                            '"Using network", device list or "via NET/..." line): run with NCCL_DEBUG=INFO and keep the '
+                            'init output' % expect_transport)
+        elif bad or not _transport_matches(expect_transport, got):
+            msg = 'expected transport %s but NCCL selected %s' % (expect_transport, ', '.join(sorted(set(bad.values()))) or got)
+            if bad:
+                msg += ' on %s' % ', '.join(sorted(bad)[:5])
+            msg += ' (evidence: %s)' % _quote(result, ('hop', 'selection', 'socket', 'ib_probe', 'plugin'))
+            if (got == 'Socket' or 'Socket' in bad.values()) and expect_transport.lower() != 'socket':
+                msg += ('. Likely cause: NCCL found no usable RDMA device (%s); check that the HCAs are visible in the '
+                        'container (/dev/infiniband, /sys/class/infiniband), NCCL_IB_DISABLE is unset, NCCL_IB_HCA matches '
+                        'real device names and, for RoCE, NCCL_IB_GID_INDEX points at a RoCE v2 GID'
+                        % _quote(result, ('ib_probe',), 2))
+            elif expect_transport.lower() == 'ib' and got and got.startswith('plugin:'):
+                msg += ('. Likely cause: an external net plugin (libnccl-net.so, e.g. HPC-X) was loaded and took '
+                        'precedence; set NCCL_NET=IB or NCCL_NET_PLUGIN=none to use the built-in verbs transport')
+            elif got and got.startswith('plugin:') is False and expect_transport.lower() not in ('ib', 'socket'):
+                msg += ('. Likely cause: the plugin %s was not found or failed to initialise; check NCCL_NET_PLUGIN / '
+                        'LD_LIBRARY_PATH and the plugin\'s own WARN lines' % expect_transport)
+            findings.append(msg)
+    if expect_link_layer:
+        devs = result.get('ib_devices') or []
+        if not devs:
+            findings.append('expected link layer %s but NCCL listed no HCA (no "NET/IB : Using [n]hca:port/LL" line)'
+                            % expect_link_layer)
+        else:
+            wrong = ['%s:%s/%s' % (d['name'], d['port'], d['link_layer']) for d in devs if d['link_layer'] != expect_link_layer]
+            if wrong:
+                findings.append('expected link layer %s but NCCL lists %s (evidence: %s). Likely cause: NCCL_IB_HCA includes '
+                                'ports of the other fabric; restrict it, e.g. NCCL_IB_HCA==mlx5_0:1,mlx5_1:1'
+                                % (expect_link_layer, ', '.join(wrong), _quote(result, ('ib_devices',), 2)))
+    if expect_gdr is not None:
+        gdr = result.get('gdr')
+        if gdr is None:
+            findings.append('expected GPUDirect RDMA %s but the log shows no network connection line ("via NET/...") '
+                            'nor a "GPU Direct RDMA" line' % ('on' if expect_gdr else 'off'))
+        elif gdr != expect_gdr:
+            if expect_gdr:
+                findings.append('GPUDirect RDMA disabled: load nvidia_peermem (modprobe nvidia_peermem; or nv_peer_mem on '
+                                'older drivers, or use DMA-BUF with a 5.12+ kernel and NCCL 2.13+), and check '
+                                'NCCL_NET_GDR_LEVEL and the GPU-NIC PCIe distance (evidence: %s)' % _quote(result, ('gdr', 'hop')))
+            else:
+                findings.append('expected GPUDirect RDMA off but NCCL uses it (evidence: %s)' % _quote(result, ('gdr',)))
+    if expect_hcas:
+        names = set(d['name'] for d in result.get('ib_devices') or [])
+        missing = [h for h in expect_hcas if h not in names]
+        if missing:
+            findings.append('expected HCAs %s but NCCL listed %s (evidence: %s). Likely cause: NCCL_IB_HCA excludes them, '
+                            'the port is down, or the device is not visible to the process'
+                            % (', '.join(missing), ', '.join(sorted(names)) or 'none', _quote(result, ('ib_devices', 'ib_probe'), 2)))
+    if forbid_fallback:
+        if result.get('fallback_to_socket'):
+            findings.append('NCCL fell back to sockets: %s. Likely cause: no usable RDMA device for NCCL - driver or '
+                            'rdma-core missing in the container, /dev/infiniband not mounted, a wrong NCCL_IB_HCA filter, '
+                            'or for an IB plugin (HPC-X IBext) no port in ACTIVE state'
+                            % _quote(result, ('ib_probe', 'plugin', 'socket', 'selection', 'hop'), 4))
+        elif result.get('mismatch') and 'Socket' in (result.get('net_transports') or []):
+            findings.append('some processes use Socket while others use %s: %s' % (
+                ', '.join(t for t in result['net_transports'] if t != 'Socket'),
+                ', '.join('%s=%s' % (k, v['net_transport']) for k, v in sorted(per.items()) if v['net_transport'])[:500]))
+    if findings:
+        findings.extend(_gid_hints(result, sysfs_root))
+    return findings

@@ -1,0 +1,329 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2025, hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: nccl_transport
+short_description: Tell which transport NCCL really selected, from NCCL_DEBUG=INFO output
+version_added: "1.0.0"
+description:
+  - Reads NCCL_DEBUG=INFO output of any NCCL release from 2.2 to 2.30 and reports, with the evidence lines, which
+    network transport NCCL selected (built-in InfiniBand/RoCE verbs C(IB), C(Socket) or an external plugin), the HCAs
+    and their link layer, GPUDirect RDMA (GDR), CollNet/SHARP, NVLS, the intra-node transports, a fallback to
+    sockets, every WARN line classified, the NCCL variables echoed, and the same summary for every host/process.
+  - The log can be a file (O(log_path)), a string (O(log_text)) or the output of a command this module runs
+    (O(command), for example nccl-tests C(all_reduce_perf)); C(NCCL_DEBUG=INFO) is added to the command's environment.
+  - Lines wrapped by launchers (mpirun C([1,3]<stdout>:), Slurm C(0: ), C([host]:), Ray C((pid=..)) prefixes) or log
+    shippers (JSON records with the message in a field) are understood.
+  - With expectations (O(expect_transport), O(expect_link_layer), O(expect_gdr), O(expect_hcas), O(forbid_fallback)) the
+    module fails when one is not met, quoting the evidence lines and giving the likely cause and fix. Without them it
+    only reports.
+  - Triage a log from any cluster with C(ansible localhost -m hpcnet.rdma.nccl_transport -a log_path=run.log).
+  - The module only reads; it never reports C(changed). In check mode it still analyses, and in O(command) mode it
+    still runs the command, because the command is a read-only measurement an operator asks for explicitly and
+    skipping it would return no answer at all. Do not point O(command) at something that changes the system.
+author:
+  - hpcnet.rdma contributors
+options:
+  log_path:
+    description:
+      - Path of a file holding NCCL_DEBUG=INFO output (on the managed host). Read in constant memory, any size.
+      - Mutually exclusive with O(log_text) and O(command).
+    type: path
+  log_text:
+    description:
+      - NCCL_DEBUG=INFO output given as a string.
+      - Mutually exclusive with O(log_path) and O(command).
+    type: str
+  command:
+    description:
+      - Command to run, as an argv list (no shell), whose stdout and stderr are analysed, for example
+        C([all_reduce_perf, -b, 8, -e, 1G, -f, 2, -g, 8]) or an C(mpirun ...) line.
+      - C(NCCL_DEBUG=INFO) and C(LC_ALL=C) are added to its environment unless O(env) sets C(NCCL_DEBUG).
+      - Mutually exclusive with O(log_path) and O(log_text).
+    type: list
+    elements: str
+  env:
+    description:
+      - Extra environment variables for O(command), for example C(NCCL_IB_HCA) or C(NCCL_IB_GID_INDEX).
+    type: dict
+    default: {}
+  timeout:
+    description:
+      - Seconds after which O(command) is killed (a hung job); the module then fails and reports what the output
+        shows so far.
+    type: int
+    default: 600
+  chdir:
+    description:
+      - Working directory for O(command).
+    type: path
+  expect_transport:
+    description:
+      - Transport every process must have selected. C(IB) is NCCL's built-in verbs transport (InfiniBand or RoCE),
+        C(Socket) is TCP; any other value is an external plugin's network name as NCCL prints it, for example
+        C(IBext), C(IBext_v8), C(AWS Libfabric), written with or without the C(plugin:) prefix. A plugin name
+        without a C(_vN) suffix also accepts the versioned names (C(IBext) matches C(IBext_v8)).
+    type: str
+  expect_link_layer:
+    description:
+      - Link layer every HCA NCCL listed must have (from the C(NET/IB : Using [0]mlx5_0:1/RoCE) line).
+    type: str
+    choices: [IB, RoCE]
+  expect_gdr:
+    description:
+      - Whether GPUDirect RDMA must be in use (C(/GDRDMA) on the network connection lines) or must be off.
+    type: bool
+  expect_hcas:
+    description:
+      - HCA names (for example C(mlx5_0)) that must all appear among the devices NCCL listed.
+      - A subset check; other HCAs may be listed too.
+    type: list
+    elements: str
+  forbid_fallback:
+    description:
+      - Fail when the log shows NCCL fell back to sockets (an IB probe failure and the socket choice both visible),
+        or when any host selected C(Socket) while another selected something else.
+    type: bool
+    default: false
+  sysfs_root:
+    description:
+      - Root of sysfs used only to enrich a RoCE GID hint with the RoCE v2 IPv4 GID index of the HCA on this host
+        (C(<sysfs_root>/class/infiniband/<hca>/ports/<port>/gid_attrs/types/<index>)). Missing paths are ignored.
+    type: path
+    default: /sys
+notes:
+  - C(null) in the result means the log shows no evidence; the module never guesses.
+  - Supports check mode. Read-only; C(changed) is always false.
+requirements:
+  - Python 3.6 or newer on the host that runs the module.
+seealso:
+  - name: NCCL environment variables
+    description: NCCL_DEBUG, NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_NET and friends.
+    link: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+'''
+
+EXAMPLES = r'''
+- name: Triage a log copied from any cluster
+  hpcnet.rdma.nccl_transport:
+    log_path: /tmp/run.log
+  register: nccl
+
+- name: Require RoCE with GPUDirect RDMA on the two rails, no socket fallback
+  hpcnet.rdma.nccl_transport:
+    log_path: /scratch/job-1234/slurm.out
+    expect_transport: IB
+    expect_link_layer: RoCE
+    expect_gdr: true
+    expect_hcas: [mlx5_0, mlx5_1]
+    forbid_fallback: true
+
+- name: Run nccl-tests on this node and check the HPC-X plugin carried the traffic
+  hpcnet.rdma.nccl_transport:
+    command: [/opt/nccl-tests/build/all_reduce_perf, -b, 8M, -e, 1G, -f, 2, -g, 8]
+    env:
+      NCCL_IB_HCA: mlx5_0,mlx5_1
+    timeout: 300
+    expect_transport: IBext
+  register: perf
+
+- name: Show the bus bandwidth nccl-tests measured
+  ansible.builtin.debug:
+    msg: "{{ perf.busbw.avg_busbw_gbps }} GB/s"
+'''
+
+RETURN = r'''
+nccl_version:
+  description: NCCL version from the C(NCCL version X) banner; a list when processes print different versions.
+  returned: always
+  type: raw
+  sample: "2.18.5"
+nccl_versions:
+  description: Every distinct NCCL version printed, sorted.
+  returned: always
+  type: list
+  elements: str
+net_transport:
+  description:
+    - Network transport selected, from connection lines (C(via NET/<name>/<dev>)), the selection line
+      (C(Using network X), C(Using internal Network X), C(Assigned NET plugin X to comm)) or, for 2.4-2.5, the device
+      list. C(IB), C(Socket), C(plugin:<name as NCCL prints it>), or null when undetermined.
+    - When processes disagree this is the value most processes chose; see RV(mismatch) and RV(per_host).
+  returned: always
+  type: str
+  sample: IB
+net_transports:
+  description: All distinct transports selected by the processes.
+  returned: always
+  type: list
+  elements: str
+mismatch:
+  description: True when processes selected different transports.
+  returned: always
+  type: bool
+ib_devices:
+  description: HCAs as NCCL listed them in C(NET/IB : Using [n]name:port/LL), in NCCL's order.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{name: mlx5_0, port: 1, link_layer: RoCE}]
+gdr:
+  description: GPUDirect RDMA in use (C(/GDRDMA) on network connection lines); false when network connections
+    lack it or NCCL printed C(GPU Direct RDMA Disabled); null without evidence.
+  returned: always
+  type: bool
+collnet:
+  description: CollNet (SHARP) connections seen; false on C(0 collnet channels); null without evidence.
+  returned: always
+  type: bool
+nvls:
+  description: NVLink SHARP (NVLS) in use (C(NVLS comm), C(Connected NVLS), non-zero C(nvls channels)); false on
+    C(0 nvls channels) or C(NVLS multicast support is not available); null without evidence.
+  returned: always
+  type: bool
+intra_node:
+  description: Transports seen between GPUs of one node (C(P2P/IPC), C(P2P/CUMEM), C(SHM/direct/direct), C(NVLS), or
+    C(NET/<name>) when GPUs of one node talk through the NIC).
+  returned: always
+  type: list
+  elements: str
+multi_node:
+  description: True when the log shows more than one machine, false when every rank is shown on one machine, null
+    otherwise.
+  returned: always
+  type: bool
+fallback_to_socket:
+  description: True only when an IB probe failure (or an IB plugin that did not carry traffic) and the socket choice
+    are both visible; false when a non-socket transport was chosen or sockets were chosen deliberately.
+  returned: always
+  type: bool
+errors:
+  description:
+    - Each distinct WARN / error line with C(line) (1-based line number of its first occurrence), C(text), C(category)
+      (bootstrap, device, GID, QP, completion, timeout, duplicate GPU, plugin load, return code, nccl-tests,
+      framework, system, other), C(count), C(hosts) and, when known, C(meaning) (for completions, the ibv_wc_status name).
+    - Entries with C(inferred=true) and a text starting with C(inferred:) are conclusions no single line states
+      (transport mismatch, version mismatch, socket on loopback).
+  returned: always
+  type: list
+  elements: dict
+env:
+  description: NCCL variables echoed in the log (C(NCCL_IB_HCA set by environment to ...)).
+  returned: always
+  type: dict
+per_host:
+  description: The same summary per process group, keyed C(host:pid) (C(tag:<launcher prefix>) or C(-) when the NCCL
+    prefix was stripped), with C(host), C(pid), C(ranks).
+  returned: always
+  type: dict
+hosts:
+  description: Host names seen in NCCL prefixes.
+  returned: always
+  type: list
+  elements: str
+ranks:
+  description: Communicator size (largest C(nranks) seen), or null.
+  returned: always
+  type: int
+gid:
+  description: GID used per HCA port from the QP trace line (C(GID <index> (<prefix>/<id>))) with its kind
+    (link-local, ipv4-mapped, global).
+  returned: always
+  type: list
+  elements: dict
+plugin:
+  description: External net plugin information (name, API version, library, collnet plugin, usable), or null.
+  returned: always
+  type: dict
+busbw:
+  description: nccl-tests result table when present - C(avg_busbw_gbps) (GB/s), C(peak_busbw_gbps) (GB/s) and the
+    rows (size in bytes, time in us, algbw/busbw in GB/s); null otherwise.
+  returned: always
+  type: dict
+evidence:
+  description: Up to five quoted lines (with line numbers) per kind of evidence.
+  returned: always
+  type: dict
+findings:
+  description: One message per unmet expectation (empty when all are met); the module fails when it is not empty.
+  returned: always
+  type: list
+  elements: str
+rc:
+  description: Exit code of O(command).
+  returned: when O(command) is used
+  type: int
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import (
+    analyze_file, analyze_text, check_expectations, run_logged_command)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            log_path=dict(type='path'),
+            log_text=dict(type='str'),
+            command=dict(type='list', elements='str'),
+            env=dict(type='dict', default={}),
+            timeout=dict(type='int', default=600),
+            chdir=dict(type='path'),
+            expect_transport=dict(type='str'),
+            expect_link_layer=dict(type='str', choices=['IB', 'RoCE']),
+            expect_gdr=dict(type='bool'),
+            expect_hcas=dict(type='list', elements='str'),
+            forbid_fallback=dict(type='bool', default=False),
+            sysfs_root=dict(type='path', default='/sys'),
+        ),
+        mutually_exclusive=[('log_path', 'log_text', 'command')],
+        required_one_of=[('log_path', 'log_text', 'command')],
+        supports_check_mode=True,
+    )
+    p = module.params
+    extra = {}
+    if p['log_path'] is not None:
+        import os
+        if not os.path.isfile(p['log_path']):
+            module.fail_json(msg='log_path %s: no such file' % p['log_path'], changed=False)
+        try:
+            result = analyze_file(p['log_path'])
+        except (IOError, OSError) as exc:
+            module.fail_json(msg='log_path %s: cannot read: %s' % (p['log_path'], exc), changed=False)
+    elif p['log_text'] is not None:
+        result = analyze_text(p['log_text'])
+    else:
+        if not p['command']:
+            module.fail_json(msg='command: give an argv list, for example [all_reduce_perf, -g, 8]', changed=False)
+        if p['timeout'] is not None and p['timeout'] <= 0:
+            module.fail_json(msg='timeout: must be a positive number of seconds, got %s' % p['timeout'], changed=False)
+        run = run_logged_command(p['command'], p['env'] or {}, p['timeout'], p['chdir'])
+        if run['error']:
+            module.fail_json(msg=run['error'], changed=False, rc=run['rc'])
+        result = run['analysis']
+        extra['rc'] = run['rc']
+        if run['timed_out']:
+            result.update(extra)
+            module.fail_json(msg='command %s timed out after %d s and was killed; the analysis of its output so far is '
+                                 'returned' % (p['command'][0], p['timeout']), changed=False, **result)
+    if result['lines'] == 0 or (result['nccl_lines'] == 0 and result['busbw'] is None and not result['errors']):
+        module.fail_json(msg='the log is empty or has no NCCL output: run the job with NCCL_DEBUG=INFO '
+                             '(source: %s)' % ('log_path ' + p['log_path'] if p['log_path'] else 'log_text' if p['log_text'] is not None
+                                                else 'command output'), changed=False, **dict(result, **extra))
+    findings = check_expectations(result, p['expect_transport'], p['expect_link_layer'], p['expect_gdr'], p['expect_hcas'],
+                                  p['forbid_fallback'], sysfs_root=p['sysfs_root'])
+    result.update(extra)
+    result['findings'] = findings
+    if findings:
+        module.fail_json(msg=' | '.join(findings), changed=False, **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == '__main__':
+    main()

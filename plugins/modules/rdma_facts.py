@@ -1,0 +1,387 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+__metaclass__ = type  # pylint: disable=invalid-name
+
+DOCUMENTATION = r"""
+---
+module: rdma_facts
+short_description: Gather RDMA (InfiniBand, RoCE) facts from sysfs
+version_added: 0.1.0
+description:
+  - Reads the RDMA devices (HCAs), their ports, GID tables and netdevs from sysfs under O(sysfs_root) and returns
+    them as C(ansible_facts.rdma).
+  - Never parses C(lspci), C(ibstat) or shell pipelines. The only commands run are C(ofed_info -s), C(dpkg-query)
+    and C(rpm), as argv lists with C(LC_ALL=C), to tell which RDMA user-space stack is installed
+    (see O(gather_stack)).
+  - Values keep the kernel's meaning (C(Documentation/ABI/stable/sysfs-class-infiniband)). A missing attribute,
+    or one the kernel refuses with EINVAL (for example C(gid_attrs/ndevs/<i>) on InfiniBand ports and on empty
+    GID entries), is reported as V(null) or left out of a list. A malformed value fails the module with a
+    message that names the sysfs path and the expected form.
+  - A host without RDMA devices (no C(class/infiniband), or an empty one) gets empty facts
+    (RV(ansible_facts.rdma.devices) is V({})); it is not an error here.
+author:
+  - hpcnet.rdma contributors (@hpcnet)
+options:
+  sysfs_root:
+    description:
+      - Root of the sysfs tree to read. The collection-wide variable C(rdma_sysfs_root) feeds it in the roles.
+      - Must exist and contain C(class/), otherwise the module fails naming the path.
+    type: path
+    default: /sys
+  gather_counters:
+    description:
+      - Also return the per-port C(counters/) (IB PMA counters) and C(hw_counters/) (mlx5 hardware counters).
+      - Off by default to keep facts small on hosts with 8 HCAs; turn it on for health checks.
+    type: bool
+    default: false
+  gather_all_netdevs:
+    description:
+      - Also list netdevs that belong to no RDMA device (with RV(ansible_facts.rdma.netdevs.rdma_device) V(null)),
+        up to 256 of them, C(lo) excluded. By default only netdevs of RDMA devices are listed.
+    type: bool
+    default: false
+  gather_stack:
+    description:
+      - Detect the RDMA user-space stack (RV(ansible_facts.rdma.stack)). When V(false), no command is run and the
+        stack is reported as V(null).
+    type: bool
+    default: true
+notes:
+  - Read-only; always returns C(changed=false) and runs the same in check mode.
+  - The memlock limit is the one of the module's own process (the Ansible connection), which can differ from the
+    limit a batch job or a systemd service gets.
+seealso:
+  - name: Kernel sysfs ABI for InfiniBand
+    description: Documentation/ABI/stable/sysfs-class-infiniband in the Linux kernel tree.
+    link: https://www.kernel.org/doc/Documentation/ABI/stable/sysfs-class-infiniband
+  - name: NCCL environment variables
+    description: NCCL_IB_GID_INDEX, NCCL_IB_ROCE_VERSION_NUM and NCCL_IB_ADDR_FAMILY.
+    link: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Gather RDMA facts
+  hpcnet.rdma.rdma_facts:
+    sysfs_root: "{{ rdma_sysfs_root | default('/sys') }}"
+
+- name: List the ACTIVE InfiniBand ports as dev:port (the NCCL_IB_HCA form)
+  ansible.builtin.set_fact:
+    ib_active_ports: >-
+      {%- set found = [] -%}
+      {%- for dev, hca in ansible_facts.rdma.devices.items() -%}
+      {%- for port, attrs in hca.ports.items() if attrs.state == 'ACTIVE' and attrs.link_layer == 'InfiniBand' -%}
+      {%- set _ = found.append(dev ~ ':' ~ port) -%}
+      {%- endfor -%}
+      {%- endfor -%}
+      {{ found | join(',') }}
+
+- name: Show the GID index NCCL must use on the RoCE port of mlx5_0
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.rdma.devices.mlx5_0.ports['1'].roce_v2_ipv4_gid_index }}"
+
+- name: Gather with counters for a health check
+  hpcnet.rdma.rdma_facts:
+    gather_counters: true
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    rdma:
+      description: RDMA state of the host read from sysfs.
+      returned: always
+      type: dict
+      contains:
+        sysfs_root:
+          description: The sysfs root that was read.
+          type: str
+          returned: always
+          sample: /sys
+        devices:
+          description:
+            - RDMA devices (HCAs), keyed by device name from C(<sysfs_root>/class/infiniband/<dev>) (for example
+              C(mlx5_0), C(mlx5_bond_0)). Empty when the host has none.
+            - Each value holds the keys below.
+          type: dict
+          returned: always
+          contains:
+            fw_ver:
+              description: Firmware version, from C(class/infiniband/<dev>/fw_ver). V(null) when absent.
+              type: str
+              sample: 28.41.1000
+            node_guid:
+              description: Node GUID as the kernel prints it (4 groups of 4 hex digits), from C(node_guid).
+              type: str
+              sample: b859:9f03:0022:626e
+            sys_image_guid:
+              description: System image GUID, from C(sys_image_guid).
+              type: str
+            board_id:
+              description: Board (PSID) identifier, from C(board_id).
+              type: str
+              sample: MT_0000000838
+            hca_type:
+              description: HCA type, from C(hca_type) (C(MT4129) is ConnectX-7).
+              type: str
+              sample: MT4129
+            node_type:
+              description: "Node type name without its number, from C(node_type) (C(1: CA) gives C(CA))."
+              type: str
+              sample: CA
+            pci_address:
+              description: PCI address of the function, the basename of the C(device) link's target. V(null) when
+                there is no link.
+              type: str
+              sample: "0000:1a:00.0"
+            netdevs:
+              description: Netdev names under C(class/infiniband/<dev>/device/net/), sorted.
+              type: list
+              elements: str
+              sample: [ibp26s0]
+            ports:
+              description:
+                - Ports keyed by port number as a string (C("1")), from C(class/infiniband/<dev>/ports/<n>/).
+              type: dict
+              contains:
+                state:
+                  description: >-
+                    Logical port state name from C(state) (C(4: ACTIVE) gives C(ACTIVE); also C(DOWN),
+                    C(INIT), C(ARMED), C(ACTIVE_DEFER)).
+                  type: str
+                  sample: ACTIVE
+                phys_state:
+                  description: >-
+                    Physical state name from C(phys_state) (C(5: LinkUp) gives C(LinkUp); also
+                    C(Polling), C(Disabled), C(Sleep), C(PortConfigurationTraining), C(LinkErrorRecovery),
+                    C(Phy Test)).
+                  type: str
+                  sample: LinkUp
+                link_layer:
+                  description: C(InfiniBand) or C(Ethernet) (RoCE), from C(link_layer).
+                  type: str
+                  sample: InfiniBand
+                rate_gbps:
+                  description: Port rate in Gb/s from C(rate) (C(400 Gb/sec (4X NDR)) gives V(400.0)). An unknown
+                    rate string fails the module.
+                  type: float
+                  sample: 400.0
+                width:
+                  description: Active link width from C(rate) (C(1X), C(2X), C(4X), C(8X), C(12X)).
+                  type: str
+                  sample: 4X
+                speed:
+                  description: Active link speed name from C(rate) (C(SDR), C(DDR), C(QDR), C(FDR10), C(FDR),
+                    C(EDR), C(HDR), C(NDR), C(XDR)); V(null) for the old speed-less SDR form C(10 Gb/sec (4X)).
+                  type: str
+                  sample: NDR
+                lid:
+                  description: Port LID (integer) from C(lid) (hex in sysfs). V(null) on Ethernet or when absent.
+                  type: int
+                  sample: 26
+                sm_lid:
+                  description: LID of the subnet manager (SM) from C(sm_lid). V(null) on Ethernet or when absent.
+                  type: int
+                  sample: 1
+                netdev:
+                  description:
+                    - Netdev of the port. RoCE, the netdev of the lowest GID entry that has one
+                      (C(gid_attrs/ndevs/<i>); a bond master for C(mlx5_bond_*)). IPoIB, or a RoCE port without
+                      GID netdevs, the netdev under C(device/net/) whose C(dev_port) + 1 equals the port (as
+                      C(ibdev2netdev) does), preferring a parent over IPoIB child interfaces. Else V(null).
+                  type: str
+                  sample: ibp26s0
+                gids:
+                  description:
+                    - Non-zero GID table entries, by index, from C(gids/<i>), C(gid_attrs/types/<i>) and
+                      C(gid_attrs/ndevs/<i>). All-zero (empty) entries are skipped. A malformed GID fails the
+                      module.
+                  type: list
+                  elements: dict
+                  contains:
+                    index:
+                      description: GID index.
+                      type: int
+                    gid:
+                      description: GID in the kernel's full 8-group form, lower case.
+                      type: str
+                      sample: "0000:0000:0000:0000:0000:ffff:0a00:000b"
+                    type:
+                      description: C(IB/RoCE v1) or C(RoCE v2), from C(gid_attrs/types/<i>); V(null) when the kernel
+                        refuses the read.
+                      type: str
+                    netdev:
+                      description: Netdev of the entry from C(gid_attrs/ndevs/<i>); V(null) on InfiniBand.
+                      type: str
+                    ipv4:
+                      description: Dotted IPv4 address of an IPv4-mapped GID (C(::ffff:a.b.c.d)), else V(null).
+                      type: str
+                      sample: 10.0.0.11
+                roce_v2_ipv4_gid_index:
+                  description:
+                    - The value C(NCCL_IB_GID_INDEX) must take on this port, the lowest GID index whose type is
+                      C(RoCE v2) and whose GID is IPv4-mapped. NCCL 2.21 and later select the same index by
+                      themselves with their defaults (C(NCCL_IB_ROCE_VERSION_NUM=2), C(NCCL_IB_ADDR_FAMILY=AF_INET));
+                      writing it pins that choice for older NCCL and for perftest C(-x).
+                    - V(null) on InfiniBand, and on a RoCE port with no IPv4 RoCE v2 entry (where NCCL would fall
+                      back to RoCE v1 or index 0).
+                  type: int
+                  sample: 3
+                pkeys:
+                  description: Non-zero P_Keys from C(pkeys/<i>) in table order, as 4-digit hex strings.
+                  type: list
+                  elements: str
+                  sample: ["0xffff"]
+                traffic_class:
+                  description: Traffic class (IPv6 traffic class / ToS byte, 0-255) the RDMA stack sets on this port,
+                    from MLNX_OFED's C(class/infiniband/<dev>/tc/<n>/traffic_class) (C(Global tclass=160)).
+                    V(null) when the file is absent (inbox drivers) or holds no C(tclass=).
+                  type: int
+                  sample: 160
+                rdma_cm:
+                  description: RDMA-CM defaults from configfs C(kernel/config/rdma_cm/<dev>/ports/<n>/), or V(null)
+                    when that directory does not exist (configfs not mounted or never set).
+                  type: dict
+                  contains:
+                    default_roce_mode:
+                      description: C(IB/RoCE v1) or C(RoCE v2), from C(default_roce_mode).
+                      type: str
+                    default_roce_tos:
+                      description: ToS byte (0-255, DSCP << 2) of RDMA-CM connections, from C(default_roce_tos).
+                      type: int
+                counters:
+                  description: IB PMA port counters (C(counters/<name>)) as integers, only with O(gather_counters).
+                    C(port_xmit_data) and C(port_rcv_data) count 4-byte words.
+                  type: dict
+                  returned: when O(gather_counters=true)
+                hw_counters:
+                  description: Driver hardware counters (C(hw_counters/<name>)) as integers, only with
+                    O(gather_counters).
+                  type: dict
+                  returned: when O(gather_counters=true)
+        netdevs:
+          description:
+            - Netdevs that belong to an RDMA device (in some C(device/net/), a port's netdev or a GID's netdev),
+              keyed by name, with fields from C(class/net/<if>/). With O(gather_all_netdevs), all others too.
+          type: dict
+          returned: always
+          contains:
+            mtu:
+              description: MTU in bytes, from C(mtu).
+              type: int
+              sample: 4092
+            operstate:
+              description: C(up), C(down), C(lowerlayerdown), C(unknown)... from C(operstate).
+              type: str
+            carrier:
+              description: Carrier from C(carrier); V(null) when the kernel refuses the read (interface down).
+              type: bool
+            speed_mbps:
+              description: Link speed in Mb/s from C(speed); V(null) when unknown (C(-1)) or unreadable.
+              type: int
+              sample: 400000
+            address:
+              description: Hardware address from C(address) (20 bytes for IPoIB, 6 for Ethernet).
+              type: str
+            rdma_device:
+              description: RDMA device the netdev belongs to, or V(null).
+              type: str
+            rdma_port:
+              description: Port number (integer) on that device, or V(null) when it cannot be told.
+              type: int
+            ecn:
+              description:
+                - MLNX_OFED ECN (DCQCN) state from C(class/net/<if>/ecn/), or V(null) when the directory is absent
+                  (inbox drivers).
+                - C(roce_np_enabled) and C(roce_rp_enabled) list the priorities (0-7) whose
+                  C(roce_np/enable/<prio>) (notification point, sends CNPs) or C(roce_rp/enable/<prio>) (reaction
+                  point) read 1; C(cnp_dscp) (DSCP 0-63) and C(cnp_802p_prio) (0-7) come from C(roce_np/).
+              type: dict
+        kernel_modules:
+          description: Whether each RDMA kernel module is loaded (C(<sysfs_root>/module/<name>) exists), for
+            C(mlx5_core), C(mlx5_ib), C(ib_core), C(ib_uverbs), C(ib_umad), C(ib_ipoib), C(rdma_cm), C(rdma_ucm),
+            C(nvidia_peermem).
+          type: dict
+          returned: always
+          sample: {"mlx5_core": true, "nvidia_peermem": false}
+        memlock:
+          description: RLIMIT_MEMLOCK of the module process, C(soft) and C(hard), each in bytes or C(unlimited).
+          type: dict
+          returned: always
+          sample: {"soft": "unlimited", "hard": "unlimited"}
+        stack:
+          description:
+            - RDMA user-space stack. C(provider) is C(doca) (C(ofed_info -s) prints C(OFED-internal-<version>:)),
+              C(mlnx_ofed) (C(MLNX_OFED_LINUX-<version>:)), C(inbox) (the distribution's C(rdma-core) package or
+              C(libibverbs.so.1)) or C(none). C(version) is the version string, or V(null) for C(none) and when
+              only the library was found. C(ofed_info) is the raw line C(ofed_info -s) printed, or V(null).
+            - V(null) when O(gather_stack=false).
+          type: dict
+          returned: always
+          sample: {"provider": "doca", "version": "24.07-0.3.5.0.110", "ofed_info": "OFED-internal-24.07-0.3.5.0.110:"}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_stack import memlock_limits, probe_stack
+from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import SysfsError, gather_rdma_sysfs
+
+
+class ModuleRunner:
+    """Adapter giving rdma_stack.probe_stack an AnsibleModule-backed runner (argv lists, LC_ALL=C)."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def which(self, name):
+        return self.module.get_bin_path(name, required=False)
+
+    def run(self, argv):
+        return self.module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"}, check_rc=False)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            sysfs_root=dict(type="path", default="/sys"),
+            gather_counters=dict(type="bool", default=False),
+            gather_all_netdevs=dict(type="bool", default=False),
+            gather_stack=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    root = module.params["sysfs_root"]
+    try:
+        facts = gather_rdma_sysfs(
+            root,
+            gather_counters=module.params["gather_counters"],
+            gather_all_netdevs=module.params["gather_all_netdevs"],
+        )
+    except SysfsError as exc:
+        module.fail_json(msg="rdma_facts: %s" % exc, path=exc.path, changed=False)
+    rdma = {"sysfs_root": root}
+    rdma.update(facts)
+    rdma["memlock"] = memlock_limits()
+    rdma["stack"] = probe_stack(ModuleRunner(module)) if module.params["gather_stack"] else None
+    module.exit_json(changed=False, ansible_facts={"rdma": rdma})
+
+
+if __name__ == "__main__":
+    main()

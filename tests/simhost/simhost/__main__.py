@@ -1,0 +1,41 @@
+"""Command line: ``python3 -m simhost build --profile NAME|PATH --root DIR [--host-index N]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .profile import ProfileError, expand, list_profiles, load
+from .tree import build_tree
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m simhost", description="simulated ConnectX host kit")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="(re)build the sysfs tree of a profile under a root directory")
+    b.add_argument("--profile", required=True, help="profile name (profiles/<name>.yml) or path to .yml/.json")
+    b.add_argument("--root", required=True, help="directory that stands for /sys (e.g. /run/simhost/sys)")
+    b.add_argument("--host-index", type=int, default=None, help="0..255; makes GUIDs/LIDs/IPv4 distinct per host")
+    c = sub.add_parser("check", help="validate a profile and print it expanded as JSON")
+    c.add_argument("--profile", required=True)
+    c.add_argument("--host-index", type=int, default=None)
+    sub.add_parser("list", help="list the bundled profiles")
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd == "list":
+            print("\n".join(list_profiles()))
+        elif args.cmd == "check":
+            print(json.dumps(expand(load(args.profile), args.host_index), indent=2, sort_keys=True))
+        else:
+            exp = build_tree(load(args.profile), Path(args.root), args.host_index)
+            print(f"simhost: built {exp['name']} (host {exp['host_index']}, {len(exp['devices'])} RDMA devices) at {args.root}")
+    except (ProfileError, ValueError, OSError) as exc:
+        print(f"simhost: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,394 @@
+"""Host profiles: load, validate and expand them into a concrete per-host description.
+
+A profile is a YAML (in the repository) or JSON (inside the containers, which have no PyYAML) mapping.
+``expand(profile, host_index)`` validates it and returns a fully resolved dict in which every device and
+port has all its values (GUIDs, MACs, LIDs, IPv4 addresses, netdev names, GID table) computed for that
+host, so that two hosts built from the same profile never share a GUID, LID or IPv4 address.
+See tests/simhost/README.md for the schema.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from pathlib import Path
+
+PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
+
+PROVIDERS = ("inbox", "mlnx_ofed", "doca", "none")
+LINK_LAYERS = ("InfiniBand", "Ethernet")
+# kernel ib_port_state names (drivers/infiniband/core/sysfs.c state_show)
+PORT_STATES = {"NOP": 0, "DOWN": 1, "INIT": 2, "ARMED": 3, "ACTIVE": 4, "ACTIVE_DEFER": 5}
+# kernel phys_state_to_str()
+PHYS_STATES = {
+    "Sleep": 1, "Polling": 2, "Disabled": 3, "PortConfigurationTraining": 4,
+    "LinkUp": 5, "LinkErrorRecovery": 6, "Phy Test": 7,
+}
+GID_TYPES = ("IB/RoCE v1", "RoCE v2")
+GID_SOURCES = ("link_local", "ipv4", "ipv6", "ib_default")
+# kernel rate string: "<rate> Gb/sec (<width>X <speed>)" as drivers/infiniband/core/sysfs.c rate_show()
+RATE_RE = re.compile(r"^(\d+(?:\.\d+)?) Gb/sec \((1|2|4|8|12)X (SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR)\)$")
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+IBDEV_RE = re.compile(r"^[A-Za-z0-9_.-]{1,63}$")
+PCI_RE = re.compile(r"^([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$")
+MELLANOX_OUI = "a088c2"
+
+DEFAULT_MODULES = ["mlx5_core", "mlx5_ib", "ib_core", "ib_uverbs", "ib_umad", "rdma_cm", "iw_cm", "ib_cm", "rdma_ucm", "ib_ipoib"]
+
+
+class ProfileError(ValueError):
+    """A profile is invalid; the message names the profile and the field."""
+
+
+def _err(where: str, msg: str) -> ProfileError:
+    return ProfileError(f"{where}: {msg}")
+
+
+def profile_path(name: str) -> Path:
+    return PROFILES_DIR / f"{name}.yml"
+
+
+def list_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.yml"))
+
+
+def load(name_or_path: str) -> dict:
+    """Load a profile by name (profiles/<name>.yml) or by path (.yml/.yaml needs PyYAML, .json does not)."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = profile_path(name_or_path)
+        if not path.exists():
+            raise ProfileError(f"profile {name_or_path!r}: no such profile; known profiles: {', '.join(list_profiles())}")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        data = json.loads(text)
+    else:
+        try:
+            import yaml  # pylint: disable=import-outside-toplevel
+        except ImportError as exc:  # containers have no PyYAML: they use the JSON copy
+            raise ProfileError(f"{path}: reading YAML needs PyYAML; pass the JSON copy instead") from exc
+        data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise ProfileError(f"{path}: a profile must be a mapping, got {type(data).__name__}")
+    return data
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def _get(d: dict, key: str, where: str, types, default=None, required=False, choices=None):
+    if key not in d or d[key] is None:
+        if required:
+            raise _err(where, f"missing required field {key!r}")
+        return default
+    val = d[key]
+    if types is int and isinstance(val, bool):
+        raise _err(f"{where}.{key}", f"must be an integer, got {val!r}")
+    if not isinstance(val, types):
+        tname = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
+        raise _err(f"{where}.{key}", f"must be {tname}, got {type(val).__name__} {val!r}")
+    if choices is not None and val not in choices:
+        raise _err(f"{where}.{key}", f"{val!r} is not one of: {', '.join(str(c) for c in choices)}")
+    return val
+
+
+def _int_or_hex(d: dict, key: str, where: str, default=None, lo=0, hi=None):
+    val = d.get(key, default)
+    if val is None:
+        return None
+    if isinstance(val, str):
+        try:
+            val = int(val, 0)
+        except ValueError:
+            raise _err(f"{where}.{key}", f"must be an integer (decimal or 0x hex), got {val!r}") from None
+    if isinstance(val, bool) or not isinstance(val, int):
+        raise _err(f"{where}.{key}", f"must be an integer, got {val!r}")
+    if val < lo or (hi is not None and val > hi):
+        raise _err(f"{where}.{key}", f"{val} is out of range {lo}..{hi}")
+    return val
+
+
+KNOWN_TOP = {"name", "description", "stack", "kernel_modules", "guid_seed", "lid_host_stride", "ipv4_host_stride",
+             "device_defaults", "port_defaults", "devices", "oob_netdevs", "host_index"}
+KNOWN_DEV = {"name", "pci", "pci_device_id", "hca_type", "fw_ver", "board_id", "hw_rev", "part_number", "description",
+             "node_guid", "sys_image_guid", "node_desc", "numa_node", "ports", "pcie"}
+KNOWN_PORT = {"port", "link_layer", "state", "phys_state", "rate", "lid", "sm_lid", "sm_sl", "lmc", "cap_mask", "netdev",
+              "mtu", "ipv4", "ipv6", "gids", "gid_tbl_len", "pkey_tbl_len", "mac", "counters", "hw_counters"}
+
+
+def _unknown(d: dict, known: set, where: str) -> None:
+    extra = sorted(set(d) - known)
+    if extra:
+        raise _err(where, f"unknown field(s) {', '.join(extra)}; allowed: {', '.join(sorted(known))}")
+
+
+def _guid_hex(val, where: str) -> str:
+    """Accept 0x58a2e1030082940e, 58a2:e103:0082:940e or an int; return 16 lowercase hex digits."""
+    if isinstance(val, int) and not isinstance(val, bool):
+        num = val
+    elif isinstance(val, str):
+        s = val.lower().replace(":", "")
+        s = s[2:] if s.startswith("0x") else s
+        if not re.fullmatch(r"[0-9a-f]{16}", s):
+            raise _err(where, f"{val!r} is not a 64-bit GUID (0x + 16 hex digits or 4 groups xxxx:xxxx:xxxx:xxxx)")
+        num = int(s, 16)
+    else:
+        raise _err(where, f"{val!r} is not a GUID")
+    return f"{num:016x}"
+
+
+def _pci_netdev_name(pci: str, port_index: int, link_layer: str, multi_function: bool) -> str:
+    """systemd predictable name of a PCI netdev (enp<bus>s<slot>[f<fn>]np<port> / ibp<bus>s<slot>[f<fn>])."""
+    dom, bus, slot, fn = PCI_RE.match(pci).groups()
+    prefix = "ib" if link_layer == "InfiniBand" else "en"
+    name = prefix + ("" if dom == "0000" else f"P{int(dom, 16)}") + f"p{int(bus, 16)}s{int(slot, 16)}"
+    if multi_function:
+        name += f"f{int(fn)}"
+    if link_layer == "Ethernet":
+        name += f"np{port_index}"
+    return name
+
+
+def _mac_to_link_local(mac: str) -> str:
+    b = [int(x, 16) for x in mac.split(":")]
+    eui = [b[0] ^ 0x02, b[1], b[2], 0xFF, 0xFE, b[3], b[4], b[5]]
+    return "fe80:0000:0000:0000:" + ":".join(f"{eui[i]:02x}{eui[i + 1]:02x}" for i in range(0, 8, 2))
+
+
+def gid_from_ipv6(addr: str) -> str:
+    """8-group, zero-padded GID text as the kernel prints it (%pI6)."""
+    packed = ipaddress.IPv6Address(addr).packed
+    return ":".join(f"{packed[i]:02x}{packed[i + 1]:02x}" for i in range(0, 16, 2))
+
+
+def _rate_parts(rate: str):
+    m = RATE_RE.match(rate)
+    return float(m.group(1)), int(m.group(2)), m.group(3)
+
+
+def _bump_ipv4(iface: str, offset: int, where: str) -> str:
+    try:
+        net = ipaddress.IPv4Interface(iface)
+    except ValueError:
+        raise _err(where, f"{iface!r} is not an IPv4 address with prefix (e.g. 10.0.1.11/24)") from None
+    addr = net.ip + offset
+    if addr not in net.network or addr in (net.network.network_address, net.network.broadcast_address):
+        raise _err(where, f"{iface} + host offset {offset} falls outside {net.network}")
+    return f"{addr}/{net.network.prefixlen}"
+
+
+def expand(profile: dict, host_index: int | None = None) -> dict:  # noqa: C901  (one linear validation pass)
+    """Validate ``profile`` and resolve it for host number ``host_index`` (default: profile's host_index or 0)."""
+    if not isinstance(profile, dict):
+        raise ProfileError(f"profile must be a mapping, got {type(profile).__name__}")
+    pname = profile.get("name") or "<unnamed>"
+    top = f"profile {pname}"
+    _unknown(profile, KNOWN_TOP, top)
+    _get(profile, "name", top, str, required=True)
+    if host_index is None:
+        host_index = _int_or_hex(profile, "host_index", top, default=0, hi=255)
+    if isinstance(host_index, bool) or not isinstance(host_index, int) or not 0 <= host_index <= 255:
+        raise _err(f"{top}.host_index", f"must be an integer 0..255, got {host_index!r}")
+
+    stack = _get(profile, "stack", top, dict, default={"provider": "inbox"})
+    _unknown(stack, {"provider", "version", "ofed_info_s"}, f"{top}.stack")
+    provider = _get(stack, "provider", f"{top}.stack", str, required=True, choices=PROVIDERS)
+    version = _get(stack, "version", f"{top}.stack", str)
+    if provider in ("mlnx_ofed", "doca") and not version:
+        raise _err(f"{top}.stack.version", f"required when provider is {provider}")
+    if provider in ("inbox", "none") and version:
+        raise _err(f"{top}.stack.version", f"must be empty when provider is {provider} (no ofed_info on such a host)")
+    ofed_info_s = stack.get("ofed_info_s")
+    if provider == "mlnx_ofed" and not ofed_info_s:
+        ofed_info_s = f"MLNX_OFED_LINUX-{version}:"
+    elif provider == "doca" and not ofed_info_s:
+        ofed_info_s = f"OFED-internal-{version}:"
+
+    devices_in = _get(profile, "devices", top, list, default=[])
+    modules = _get(profile, "kernel_modules", top, list, default=(list(DEFAULT_MODULES) if devices_in else []))
+    for i, m in enumerate(modules):
+        if not isinstance(m, str) or not re.fullmatch(r"[a-z0-9_]+", m):
+            raise _err(f"{top}.kernel_modules[{i}]", f"{m!r} is not a kernel module name")
+    if devices_in and "mlx5_core" not in modules:
+        raise _err(f"{top}.kernel_modules", "devices are declared but mlx5_core is not loaded")
+
+    seed = _int_or_hex(profile, "guid_seed", top, default=0x100000, hi=0xFFFFFF)
+    lid_stride = _int_or_hex(profile, "lid_host_stride", top, default=32, hi=0x1000)
+    ip_stride = _int_or_hex(profile, "ipv4_host_stride", top, default=1, hi=0x10000)
+    dev_defaults = _get(profile, "device_defaults", top, dict, default={})
+    port_defaults = _get(profile, "port_defaults", top, dict, default={})
+    _unknown(dev_defaults, KNOWN_DEV - {"name", "pci", "ports", "node_guid", "sys_image_guid"}, f"{top}.device_defaults")
+    _unknown(port_defaults, KNOWN_PORT - {"port", "netdev", "ipv4", "ipv6", "mac"}, f"{top}.port_defaults")
+
+    out_devices = []
+    seen_dev, seen_pci, seen_netdev = set(), set(), set()
+    # a PCI function with siblings on the same slot gets the f<fn> suffix in its predictable netdev name
+    slot_count: dict = {}
+    for dev_in in devices_in:
+        if isinstance(dev_in, dict) and isinstance(dev_in.get("pci"), str):
+            slot = dev_in["pci"].lower().rsplit(".", 1)[0]
+            slot_count[slot] = slot_count.get(slot, 0) + 1
+    for di, dev_in in enumerate(devices_in):
+        dwhere = f"{top}.devices[{di}]"
+        if not isinstance(dev_in, dict):
+            raise _err(dwhere, "must be a mapping")
+        _unknown(dev_in, KNOWN_DEV, dwhere)
+        dev = {**dev_defaults, **dev_in}
+        name = _get(dev, "name", dwhere, str, required=True)
+        if not IBDEV_RE.match(name) or name in seen_dev:
+            raise _err(f"{dwhere}.name", f"{name!r} is not a valid, unique RDMA device name")
+        seen_dev.add(name)
+        pci = _get(dev, "pci", dwhere, str, required=True).lower()
+        if not PCI_RE.match(pci) or pci in seen_pci:
+            raise _err(f"{dwhere}.pci", f"{pci!r} is not a unique PCI address DDDD:BB:DD.F")
+        seen_pci.add(pci)
+        multi_function = slot_count.get(pci.rsplit(".", 1)[0], 0) > 1
+        lower24 = (seed + (host_index << 12) + di * 0x10) & 0xFFFFFF
+        mac_base = f"{MELLANOX_OUI}{lower24:06x}"
+        node_guid = _guid_hex(dev["node_guid"], f"{dwhere}.node_guid") if dev.get("node_guid") else f"{MELLANOX_OUI}0300{lower24:06x}"
+        if dev.get("node_guid") and host_index:
+            node_guid = f"{int(node_guid, 16) ^ (host_index << 24):016x}"
+        sys_guid = _guid_hex(dev["sys_image_guid"], f"{dwhere}.sys_image_guid") if dev.get("sys_image_guid") else node_guid
+        hca_type = _get(dev, "hca_type", dwhere, str, default="MT4129")
+        if not re.fullmatch(r"MT\d+", hca_type):
+            raise _err(f"{dwhere}.hca_type", f"{hca_type!r} is not like MT4129")
+        pci_dev_id = _int_or_hex(dev, "pci_device_id", dwhere, default=int(hca_type[2:]), hi=0xFFFF)
+        fw_ver = _get(dev, "fw_ver", dwhere, str, default="28.41.1000")
+        if not re.fullmatch(r"\d+\.\d+\.\d+", fw_ver):
+            raise _err(f"{dwhere}.fw_ver", f"{fw_ver!r} is not like 28.41.1000")
+        ports_in = _get(dev, "ports", dwhere, list, required=True)
+        if not ports_in:
+            raise _err(f"{dwhere}.ports", "a device needs at least one port")
+        ports = []
+        for pi, port_in in enumerate(ports_in):
+            pwhere = f"{dwhere}.ports[{pi}]"
+            if not isinstance(port_in, dict):
+                raise _err(pwhere, "must be a mapping")
+            _unknown(port_in, KNOWN_PORT, pwhere)
+            p = {**port_defaults, **port_in}
+            num = _int_or_hex(p, "port", pwhere, default=pi + 1, lo=1, hi=255)
+            ll = _get(p, "link_layer", pwhere, str, required=True, choices=LINK_LAYERS)
+            state = _get(p, "state", pwhere, str, default="ACTIVE", choices=tuple(PORT_STATES))
+            phys = _get(p, "phys_state", pwhere, str, default="LinkUp" if state == "ACTIVE" else "Polling", choices=tuple(PHYS_STATES))
+            if state == "ACTIVE" and phys != "LinkUp":
+                raise _err(f"{pwhere}.phys_state", f"an ACTIVE port must be LinkUp, got {phys}")
+            default_rate = "400 Gb/sec (4X NDR)" if phys == "LinkUp" else ("10 Gb/sec (4X SDR)" if ll == "InfiniBand" else "40 Gb/sec (4X QDR)")
+            rate = _get(p, "rate", pwhere, str, default=default_rate)
+            if not RATE_RE.match(rate):
+                raise _err(f"{pwhere}.rate", f"{rate!r} is not a kernel rate string like '400 Gb/sec (4X NDR)'")
+            is_ib = ll == "InfiniBand"
+            up = state == "ACTIVE"
+            lid = _int_or_hex(p, "lid", pwhere, default=0, hi=0xBFFF) if is_ib else 0
+            sm_lid = _int_or_hex(p, "sm_lid", pwhere, default=0, hi=0xBFFF) if is_ib else 0
+            if is_ib and up and (not lid or not sm_lid):
+                raise _err(f"{pwhere}.lid", "an ACTIVE InfiniBand port needs a non-zero lid and sm_lid")
+            if is_ib and lid:
+                lid += host_index * lid_stride
+                if lid > 0xBFFF:
+                    raise _err(f"{pwhere}.lid", f"lid + host offset {lid:#x} leaves the unicast LID range")
+            netdev = p.get("netdev") or _pci_netdev_name(pci, num - 1, ll, multi_function)
+            if not NAME_RE.match(netdev) or netdev in seen_netdev:
+                raise _err(f"{pwhere}.netdev", f"{netdev!r} is not a valid, unique interface name (max 15 chars)")
+            seen_netdev.add(netdev)
+            mac = p.get("mac") or ":".join(mac_base[i:i + 2] for i in range(0, 12, 2))
+            if not re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", mac):
+                raise _err(f"{pwhere}.mac", f"{mac!r} is not a lowercase MAC address")
+            if pi and not p.get("mac"):
+                mac = mac[:-2] + f"{(int(mac[-2:], 16) + pi) & 0xFF:02x}"
+            port_guid = node_guid if pi == 0 else f"{int(node_guid, 16) + pi:016x}"
+            mtu = _int_or_hex(p, "mtu", pwhere, default=(2044 if is_ib else 9000), lo=68, hi=65520)
+            ipv4 = p.get("ipv4")
+            if ipv4 is not None:
+                ipv4 = _bump_ipv4(str(ipv4), host_index * ip_stride, f"{pwhere}.ipv4")
+            ipv6 = p.get("ipv6")
+            if ipv6 is not None:
+                try:
+                    ipv6 = str(ipaddress.IPv6Interface(ipv6).ip + host_index)
+                except ValueError:
+                    raise _err(f"{pwhere}.ipv6", f"{ipv6!r} is not an IPv6 address") from None
+            cap_mask = _int_or_hex(p, "cap_mask", pwhere, default=(0xA751E848 if is_ib else 0x00010000), hi=0xFFFFFFFF)
+            gid_tbl_len = _int_or_hex(p, "gid_tbl_len", pwhere, default=(8 if is_ib else 256), lo=1, hi=1024)
+            pkey_tbl_len = _int_or_hex(p, "pkey_tbl_len", pwhere, default=(128 if is_ib else 1), lo=1, hi=1024)
+            if is_ib:
+                default_gids = [{"index": 0, "source": "ib_default", "type": "IB/RoCE v1"}]
+            else:
+                default_gids = [{"index": 0, "source": "link_local", "type": "IB/RoCE v1"},
+                                {"index": 1, "source": "link_local", "type": "RoCE v2"}]
+                if ipv4:
+                    default_gids += [{"index": 2, "source": "ipv4", "type": "IB/RoCE v1"},
+                                     {"index": 3, "source": "ipv4", "type": "RoCE v2"}]
+            gids_in = _get(p, "gids", pwhere, list, default=default_gids)
+            gids = {}
+            for gi, g in enumerate(gids_in):
+                gwhere = f"{pwhere}.gids[{gi}]"
+                if not isinstance(g, dict):
+                    raise _err(gwhere, "must be a mapping {index, source, type}")
+                _unknown(g, {"index", "source", "type", "address"}, gwhere)
+                idx = _int_or_hex(g, "index", gwhere, lo=0, hi=gid_tbl_len - 1)
+                if idx is None or idx in gids:
+                    raise _err(f"{gwhere}.index", f"missing or duplicate GID index {idx!r}")
+                src = _get(g, "source", gwhere, str, required=True, choices=GID_SOURCES)
+                gtype = _get(g, "type", gwhere, str, default="IB/RoCE v1", choices=GID_TYPES)
+                if is_ib and (src != "ib_default" or gtype != "IB/RoCE v1"):
+                    raise _err(gwhere, "an InfiniBand port only has ib_default GIDs of type IB/RoCE v1")
+                if not is_ib and src == "ib_default":
+                    raise _err(f"{gwhere}.source", "ib_default is for InfiniBand ports; use link_local/ipv4/ipv6")
+                if src == "ib_default":
+                    text = "fe80:0000:0000:0000:" + ":".join(port_guid[i:i + 4] for i in range(0, 16, 4))
+                elif src == "link_local":
+                    text = _mac_to_link_local(mac)
+                elif src == "ipv4":
+                    if not ipv4:
+                        raise _err(f"{gwhere}.source", "source ipv4 needs the port's ipv4 field")
+                    text = gid_from_ipv6("::ffff:" + ipv4.split("/", 1)[0])
+                else:
+                    addr = g.get("address") or ipv6
+                    if not addr:
+                        raise _err(f"{gwhere}.address", "source ipv6 needs an address (or the port's ipv6 field)")
+                    text = gid_from_ipv6(str(addr))
+                gids[idx] = {"gid": text, "type": gtype, "ndev": None if is_ib else netdev}
+            counters = _get(p, "counters", pwhere, dict, default={})
+            hw_counters = _get(p, "hw_counters", pwhere, dict, default={})
+            for cname, cval in list(counters.items()) + list(hw_counters.items()):
+                if isinstance(cval, bool) or not isinstance(cval, int) or cval < 0:
+                    raise _err(f"{pwhere}.counters.{cname}", f"must be a non-negative integer, got {cval!r}")
+            ports.append({
+                "port": num, "link_layer": ll, "state": state, "phys_state": phys, "rate": rate,
+                "lid": lid, "sm_lid": sm_lid, "sm_sl": _int_or_hex(p, "sm_sl", pwhere, default=0, hi=15),
+                "lmc": _int_or_hex(p, "lmc", pwhere, default=0, hi=7), "cap_mask": cap_mask,
+                "netdev": netdev, "mac": mac, "mtu": mtu, "ipv4": ipv4, "ipv6": ipv6, "port_guid": port_guid,
+                "gid_tbl_len": gid_tbl_len, "pkey_tbl_len": pkey_tbl_len, "gids": gids,
+                "counters": counters, "hw_counters": hw_counters,
+            })
+        nums = [p["port"] for p in ports]
+        if nums != list(range(1, len(nums) + 1)):
+            raise _err(f"{dwhere}.ports", f"port numbers must be 1..{len(nums)} in order, got {nums}")
+        out_devices.append({
+            "name": name, "pci": pci, "pci_device_id": pci_dev_id, "hca_type": hca_type, "fw_ver": fw_ver,
+            "board_id": _get(dev, "board_id", dwhere, str, default="MT_0000000838"),
+            "hw_rev": _get(dev, "hw_rev", dwhere, str, default="0"),
+            "part_number": _get(dev, "part_number", dwhere, str), "description": _get(dev, "description", dwhere, str),
+            "node_guid": node_guid, "sys_image_guid": sys_guid,
+            "node_desc": _get(dev, "node_desc", dwhere, str, default=f"simhost{host_index} {name}"),
+            "numa_node": _int_or_hex(dev, "numa_node", dwhere, default=0, hi=64),
+            "pcie": _get(dev, "pcie", dwhere, str, default="32.0 GT/s PCIe"),
+            "ports": ports,
+        })
+    oob = _get(profile, "oob_netdevs", top, list, default=[{"name": "eth0"}])
+    oob_out = []
+    for oi, o in enumerate(oob):
+        owhere = f"{top}.oob_netdevs[{oi}]"
+        if not isinstance(o, dict):
+            raise _err(owhere, "must be a mapping {name, mtu}")
+        _unknown(o, {"name", "mtu", "mac"}, owhere)
+        oname = _get(o, "name", owhere, str, required=True)
+        if not NAME_RE.match(oname) or oname in seen_netdev:
+            raise _err(f"{owhere}.name", f"{oname!r} is not a valid, unique interface name")
+        seen_netdev.add(oname)
+        oob_out.append({"name": oname, "mtu": _int_or_hex(o, "mtu", owhere, default=1500, lo=68, hi=65535),
+                        "mac": o.get("mac") or f"02:42:ac:11:{host_index:02x}:{oi + 2:02x}"})
+
+    return {
+        "name": profile["name"], "description": profile.get("description", ""), "host_index": host_index,
+        "stack": {"provider": provider, "version": version, "ofed_info_s": ofed_info_s},
+        "kernel_modules": modules, "devices": out_devices, "oob_netdevs": oob_out,
+    }

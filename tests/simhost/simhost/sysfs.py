@@ -1,0 +1,103 @@
+"""Read the simulated (or a real) sysfs tree the way the vendor tools do. Used by the fake tools only."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+
+DEFAULT_ROOT = "/run/simhost/sys"
+
+
+def root() -> Path:
+    return Path(os.environ.get("SIMHOST_SYSFS_ROOT", DEFAULT_ROOT))
+
+
+def read(path: Path) -> str | None:
+    """File content without the trailing newline; None when the kernel would fail the read (ENOENT/EINVAL)."""
+    try:
+        return path.read_text(encoding="utf-8").rstrip("\n")
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.EINVAL, errno.ENOTDIR):
+            return None
+        raise
+
+
+def ls(path: Path) -> list[str]:
+    """Names in a directory in ``ls`` order (C collation: plain byte order), as the shell tools see them."""
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def ib_devices(r: Path | None = None) -> list[str]:
+    return ls((r or root()) / "class/infiniband")
+
+
+def ib_dir(dev: str, r: Path | None = None) -> Path:
+    return (r or root()) / "class/infiniband" / dev
+
+
+def ports(dev: str, r: Path | None = None) -> list[int]:
+    return sorted(int(p) for p in ls(ib_dir(dev, r) / "ports") if p.isdigit())
+
+
+def port_dir(dev: str, port: int, r: Path | None = None) -> Path:
+    return ib_dir(dev, r) / "ports" / str(port)
+
+
+def num_value(text: str | None) -> int:
+    """'4: ACTIVE' -> 4, '0x1a' -> 26, '12' -> 12, None -> 0."""
+    if not text:
+        return 0
+    head = text.split(":", 1)[0].strip() if ": " in text else text.split()[0]
+    return int(head, 0)
+
+
+def pci_function(dev: str, r: Path | None = None) -> Path:
+    return (ib_dir(dev, r) / "device").resolve()
+
+
+def port_netdev(dev: str, port: int, r: Path | None = None) -> str | None:
+    """The netdev of a port: GID 0's ndev for RoCE, else the PCI function's netdev with dev_port == port-1."""
+    nd = read(port_dir(dev, port, r) / "gid_attrs/ndevs/0")
+    if nd:
+        return nd
+    fn = pci_function(dev, r)
+    for name in ls(fn / "net"):
+        if num_value(read(fn / "net" / name / "dev_port")) == port - 1:
+            return name
+    return None
+
+
+def netdev_dir(name: str, r: Path | None = None) -> Path:
+    return (r or root()) / "class/net" / name
+
+
+def gid_table(dev: str, port: int, r: Path | None = None) -> list[tuple[int, str, str | None, str | None]]:
+    """[(index, gid, type or None, ndev or None)] in index order, all entries incl. zero GIDs."""
+    pdir = port_dir(dev, port, r)
+    out = []
+    for name in sorted(ls(pdir / "gids"), key=int):
+        i = int(name)
+        out.append((i, read(pdir / "gids" / name) or "", read(pdir / "gid_attrs/types" / name),
+                    read(pdir / "gid_attrs/ndevs" / name)))
+    return out
+
+
+def simhost_profile(r: Path | None = None) -> dict:
+    """The expanded profile the tree was built from (.simhost/profile.json); {} if absent."""
+    text = read((r or root()) / ".simhost/profile.json")
+    return json.loads(text) if text else {}
+
+
+def state_dir(r: Path | None = None) -> Path:
+    """Runtime state of stateful tools: lives in the tree, so it resets with it (boot / driver reload)."""
+    return (r or root()) / ".simhost/state"
+
+
+def persist_dir() -> Path:
+    """State that survives a reboot (firmware NV config, e.g. mlxconfig): $SIMHOST_PERSIST_DIR or /var/lib/simhost."""
+    return Path(os.environ.get("SIMHOST_PERSIST_DIR", "/var/lib/simhost"))

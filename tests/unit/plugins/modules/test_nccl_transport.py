@@ -1,0 +1,230 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Module tests for hpcnet.rdma.nccl_transport: every input mode and every expectation failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.hpcnet.rdma.plugins.modules import nccl_transport
+from fixtures_path import shared_fixtures
+
+LOGS = shared_fixtures() / "nccl-logs"
+
+ROCE_LOG = "\n".join([
+    "node01:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+    "NCCL version 2.19.3+cuda12.3",
+    "node01:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>",
+    "node01:1:1 [0] NCCL INFO Using network IB",
+    "node01:1:1 [0] NCCL INFO NET/IB: Dev 0 Port 1 qpn 58 mtu 3 GID 0 (80FE/E05BC4FFFE3A1B2C)",
+    "node01:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0",
+    "node01:1:1 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'",
+    "node02:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>",
+    "node02:2:2 [0] NCCL INFO NET/IB : No device found.",
+    "node02:2:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>",
+    "node02:2:2 [0] NCCL INFO Using network Socket",
+])
+
+
+class Exit(Exception):
+    pass
+
+
+class Fail(Exception):
+    pass
+
+
+@pytest.fixture
+def run(monkeypatch):
+    def exit_json(self, **kw):
+        raise Exit(kw)
+
+    def fail_json(self, **kw):
+        raise Fail(kw)
+
+    monkeypatch.setattr(nccl_transport.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(nccl_transport.AnsibleModule, "fail_json", fail_json)
+
+    def _run(args, check_mode=False):
+        if check_mode:
+            args = dict(args, _ansible_check_mode=True)
+        with patch_module_args(args):
+            try:
+                nccl_transport.main()
+            except (Exit, Fail) as exc:
+                return isinstance(exc, Fail), exc.args[0]
+        raise AssertionError("module returned without exit_json/fail_json")
+    return _run
+
+
+def test_log_path_mode_reports_without_expectations(run):
+    failed, res = run({"log_path": str(LOGS / "18-nccl2.18-roce-gid-index-3-init-complete.log")})
+    assert not failed
+    assert res["changed"] is False
+    assert res["net_transport"] == "IB"
+    assert res["ib_devices"] == [{"name": "mlx5_4", "port": 1, "link_layer": "RoCE"}]
+    assert res["findings"] == []
+
+
+def test_log_path_mode_works_in_check_mode(run):
+    failed, res = run({"log_path": str(LOGS / "15-nccl2.11-forced-socket-dgx-a100.log")}, check_mode=True)
+    assert not failed and res["changed"] is False and res["net_transport"] == "Socket"
+
+
+def test_log_text_mode(run):
+    failed, res = run({"log_text": "node01:1:1 [0] NCCL INFO Using network IB\n"})
+    assert not failed and res["net_transport"] == "IB"
+
+
+def test_missing_file_is_a_clear_error(run, tmp_path):
+    failed, res = run({"log_path": str(tmp_path / "nope.log")})
+    assert failed and "log_path" in res["msg"] and "no such file" in res["msg"]
+
+
+def test_empty_log_is_a_clear_error(run, tmp_path):
+    p = tmp_path / "empty.log"
+    p.write_text("")
+    failed, res = run({"log_path": str(p)})
+    assert failed and "empty" in res["msg"] and "NCCL_DEBUG=INFO" in res["msg"]
+
+
+def test_log_without_nccl_lines_is_a_clear_error(run):
+    failed, res = run({"log_text": "hello\nworld\n"})
+    assert failed and "no NCCL output" in res["msg"]
+
+
+def test_modes_are_mutually_exclusive(run):
+    failed, res = run({"log_text": "x", "log_path": "/tmp/x"})
+    assert failed and "mutually exclusive" in res["msg"]
+
+
+def test_expect_link_layer_choices_are_enforced(run):
+    failed, res = run({"log_text": "x", "expect_link_layer": "Ethernet"})
+    assert failed and "expect_link_layer" in res["msg"] and "RoCE" in res["msg"]
+
+
+def test_expect_transport_failure_quotes_evidence_and_cause(run):
+    failed, res = run({"log_text": ROCE_LOG, "expect_transport": "IB"})
+    assert failed
+    assert "expected transport IB but NCCL selected Socket on node02:2" in res["msg"]
+    assert "Using network Socket" in res["msg"] or "NET/Socket" in res["msg"]
+    assert "No device found" in res["msg"]
+    assert res["changed"] is False
+
+
+def test_expect_transport_plugin_name_matches_versioned_name(run):
+    failed, res = run({"log_path": str(LOGS / "33-ibext-v8-64-ranks-nvls-tree-multinode.log"), "expect_transport": "IBext"})
+    assert not failed, res.get("msg")
+    failed, res = run({"log_path": str(LOGS / "33-ibext-v8-64-ranks-nvls-tree-multinode.log"), "expect_transport": "IB"})
+    assert failed and "plugin:IBext_v8" in res["msg"] and "NCCL_NET" in res["msg"]
+
+
+def test_expect_link_layer_failure(run):
+    failed, res = run({"log_path": str(LOGS / "16-nccl2.12-mixed-ib-roce-ports-nvml-warn.log"), "expect_link_layer": "IB"})
+    assert failed and "mlx5_2:1/RoCE" in res["msg"] and "NCCL_IB_HCA" in res["msg"]
+
+
+def test_expect_gdr_failure_says_load_nvidia_peermem(run):
+    failed, res = run({"log_path": str(LOGS / "27-roce-gpu-direct-rdma-disabled.log"), "expect_gdr": True})
+    assert failed
+    assert "GPUDirect RDMA disabled: load nvidia_peermem" in res["msg"]
+    assert "GPU Direct RDMA Disabled for HCA 0 'mlx5_0'" in res["msg"]
+
+
+def test_expect_gdr_met(run):
+    failed, res = run({"log_path": str(LOGS / "34-ibext-v8-gdrdma-collnet-watchdog-timeout.log"), "expect_gdr": True})
+    assert not failed
+
+
+def test_expect_hcas_failure(run):
+    failed, res = run({"log_path": str(LOGS / "18-nccl2.18-roce-gid-index-3-init-complete.log"), "expect_hcas": ["mlx5_0", "mlx5_4"]})
+    assert failed and "expected HCAs mlx5_0" in res["msg"] and "mlx5_4" in res["msg"]
+
+
+def test_forbid_fallback_failure_quotes_probe_line(run):
+    failed, res = run({"log_path": str(LOGS / "10-nccl2.5-single-node-docker-lo-no-ib-device.log"), "forbid_fallback": True})
+    assert failed and "fell back to sockets" in res["msg"] and "NET/IB : No device found." in res["msg"]
+
+
+def test_gid_index_hint_on_link_local_roce_gid(run, tmp_path):
+    ports = tmp_path / "class/infiniband/mlx5_0/ports/1"
+    (ports / "gid_attrs/types").mkdir(parents=True)
+    (ports / "gids").mkdir()
+    for idx, kind, gid in ((0, "IB/RoCE v1", "fe80:0000:0000:0000:e25b:c4ff:fe3a:1b2c"),
+                           (1, "RoCE v2", "fe80:0000:0000:0000:e25b:c4ff:fe3a:1b2c"),
+                           (2, "IB/RoCE v1", "0000:0000:0000:0000:0000:ffff:0a00:0001"),
+                           (3, "RoCE v2", "0000:0000:0000:0000:0000:ffff:0a00:0001")):
+        (ports / "gid_attrs/types" / str(idx)).write_text(kind + "\n")
+        (ports / "gids" / str(idx)).write_text(gid + "\n")
+    failed, res = run({"log_text": ROCE_LOG, "expect_transport": "IB", "sysfs_root": str(tmp_path)})
+    assert failed
+    assert ("NCCL_IB_GID_INDEX=0 selects a link-local RoCE v1 GID (fe80::, line 5); "
+            "the RoCE v2 IPv4 GID on mlx5_0 port 1 is index 3") in res["msg"]
+
+
+def test_all_expectations_met(run):
+    failed, res = run({"log_path": str(LOGS / "18-nccl2.18-roce-gid-index-3-init-complete.log"), "expect_transport": "IB",
+                       "expect_link_layer": "RoCE", "expect_hcas": ["mlx5_4"], "forbid_fallback": True})
+    assert not failed, res.get("msg")
+
+
+def _script(tmp_path, body):
+    p = tmp_path / "fake_perf.py"
+    p.write_text("#!%s\n%s" % (sys.executable, body))
+    p.chmod(p.stat().st_mode | stat.S_IEXEC)
+    return str(p)
+
+
+FAKE_PERF = r'''
+import os, sys
+print("# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor)")
+print("node01:7:7 [0] NCCL INFO NCCL_DEBUG=%s HCA=%s" % (os.environ.get("NCCL_DEBUG"), os.environ.get("NCCL_IB_HCA")))
+print("node01:7:7 [0] NCCL INFO NET/IB : Using [0]%s:1/IB ; OOB ib0:10.0.0.1<0>" % os.environ.get("NCCL_IB_HCA", "mlx5_0"))
+sys.stderr.write("node01:7:7 [0] NCCL INFO Using network IB\n")
+print("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong")
+print("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)")
+print("     1048576        262144     float     sum      -1    50.10   20.93   39.24      0    49.80   21.05   39.48      0")
+print("# Avg bus bandwidth    : 39.36 ")
+'''
+
+
+def test_command_mode_runs_with_nccl_debug_and_keeps_busbw(run, tmp_path):
+    cmd = _script(tmp_path, FAKE_PERF)
+    failed, res = run({"command": [cmd], "env": {"NCCL_IB_HCA": "mlx5_7"}, "expect_hcas": ["mlx5_7"]})
+    assert not failed, res.get("msg")
+    assert res["rc"] == 0
+    assert res["net_transport"] == "IB"
+    assert res["busbw"]["avg_busbw_gbps"] == pytest.approx(39.36)
+    assert res["busbw"]["rows"][0]["in_place"]["busbw_gbps"] == pytest.approx(39.48)
+
+
+def test_command_mode_also_runs_in_check_mode(run, tmp_path):
+    failed, res = run({"command": [_script(tmp_path, FAKE_PERF)]}, check_mode=True)
+    assert not failed and res["changed"] is False and res["net_transport"] == "IB"
+
+
+def test_command_not_found_is_a_clear_error(run, tmp_path):
+    failed, res = run({"command": [str(tmp_path / "no_such_binary")]})
+    assert failed and "cannot run it" in res["msg"] and "no_such_binary" in res["msg"]
+
+
+def test_command_timeout_kills_a_hung_job(run, tmp_path):
+    cmd = _script(tmp_path, "import time, sys\nprint('node01:7:7 [0] NCCL INFO Using network IB', flush=True)\ntime.sleep(60)\n")
+    failed, res = run({"command": [cmd], "timeout": 1})
+    assert failed and "timed out after 1 s" in res["msg"]
+    assert res["net_transport"] == "IB"
+
+
+def test_bad_timeout_is_rejected(run):
+    failed, res = run({"command": ["true"], "timeout": 0})
+    assert failed and "timeout" in res["msg"]
+
+
+def test_result_is_json_serialisable(run):
+    failed, res = run({"log_path": str(LOGS / "25-hpcx-ibext-sharp-plugin-collnet-plugin-loaded.log")})
+    json.dumps(res)
