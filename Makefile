@@ -57,7 +57,7 @@ $(ANSIBLE_TEST_GET_PIP): tests/sanity/get_pip_offline.py
 
 sanity: venv $(COLLECTION_TREE) $(ANSIBLE_TEST_GET_PIP) ## ansible-test sanity on the modules and plugins
 	cd $(COLLECTION_TREE) && $(BIN)/ansible-test sanity --python 3.11 --color no \
-	    --skip-test ansible-doc --exclude tests/ --exclude molecule/ $(SANITY_ARGS)
+	    --exclude tests/ --exclude molecule/ $(SANITY_ARGS)
 
 molecule: venv image ## Molecule scenarios in Docker containers of simulated ConnectX hosts
 	$(BIN)/molecule test --all

@@ -10,7 +10,7 @@ DOCUMENTATION = r'''
 ---
 module: nccl_transport
 short_description: Tell which transport NCCL really selected, from NCCL_DEBUG=INFO output
-version_added: "1.0.0"
+version_added: "0.1.0"
 description:
   - Reads NCCL_DEBUG=INFO output of any NCCL release from 2.2 to 2.30 and reports, with the evidence lines, which
     network transport NCCL selected (built-in InfiniBand/RoCE verbs C(IB), C(Socket) or an external plugin), the HCAs
@@ -18,7 +18,7 @@ description:
     sockets, every WARN line classified, the NCCL variables echoed, and the same summary for every host/process.
   - The log can be a file (O(log_path)), a string (O(log_text)) or the output of a command this module runs
     (O(command), for example nccl-tests C(all_reduce_perf)); C(NCCL_DEBUG=INFO) is added to the command's environment.
-  - Lines wrapped by launchers (mpirun C([1,3]<stdout>:), Slurm C(0: ), C([host]:), Ray C((pid=..)) prefixes) or log
+  - Lines wrapped by launchers (mpirun C([1,3]<stdout>:), Slurm C(0:) followed by a space, C([host]:), Ray C((pid=..)) prefixes) or log
     shippers (JSON records with the message in a field) are understood.
   - With expectations (O(expect_transport), O(expect_link_layer), O(expect_gdr), O(expect_hcas), O(forbid_fallback)) the
     module fails when one is not met, quoting the evidence lines and giving the likely cause and fix. Without them it
@@ -28,7 +28,7 @@ description:
     still runs the command, because the command is a read-only measurement an operator asks for explicitly and
     skipping it would return no answer at all. Do not point O(command) at something that changes the system.
 author:
-  - hpcnet.rdma contributors
+  - hpcnet.rdma contributors (@hpcnet)
 options:
   log_path:
     description:
@@ -72,7 +72,7 @@ options:
     type: str
   expect_link_layer:
     description:
-      - Link layer every HCA NCCL listed must have (from the C(NET/IB : Using [0]mlx5_0:1/RoCE) line).
+      - "Link layer every HCA NCCL listed must have (from the C(NET/IB : Using [0]mlx5_0:1/RoCE) line)."
     type: str
     choices: [IB, RoCE]
   expect_gdr:
@@ -167,7 +167,7 @@ mismatch:
   returned: always
   type: bool
 ib_devices:
-  description: HCAs as NCCL listed them in C(NET/IB : Using [n]name:port/LL), in NCCL's order.
+  description: "HCAs as NCCL listed them in C(NET/IB : Using [n]name:port/LL), in NCCL's order."
   returned: always
   type: list
   elements: dict
@@ -313,9 +313,14 @@ def main():
             module.fail_json(msg='command %s timed out after %d s and was killed; the analysis of its output so far is '
                                  'returned' % (p['command'][0], p['timeout']), changed=False, **result)
     if result['lines'] == 0 or (result['nccl_lines'] == 0 and result['busbw'] is None and not result['errors']):
-        module.fail_json(msg='the log is empty or has no NCCL output: run the job with NCCL_DEBUG=INFO '
-                             '(source: %s)' % ('log_path ' + p['log_path'] if p['log_path'] else 'log_text' if p['log_text'] is not None
-                                                else 'command output'), changed=False, **dict(result, **extra))
+        if p['log_path']:
+            source = 'log_path ' + p['log_path']
+        elif p['log_text'] is not None:
+            source = 'log_text'
+        else:
+            source = 'command output'
+        module.fail_json(msg='the log is empty or has no NCCL output: run the job with NCCL_DEBUG=INFO (source: %s)' % source,
+                         changed=False, **dict(result, **extra))
     findings = check_expectations(result, p['expect_transport'], p['expect_link_layer'], p['expect_gdr'], p['expect_hcas'],
                                   p['forbid_fallback'], sysfs_root=p['sysfs_root'])
     result.update(extra)
