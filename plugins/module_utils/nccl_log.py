@@ -24,7 +24,6 @@ __metaclass__ = type
 
 import json
 import re
-from itertools import compress
 
 NULL = None
 
@@ -101,7 +100,12 @@ _TORCH_NCCL_ERR = re.compile(r'((?:torch\.distributed\.)?(?:DistBackendError|Run
 _WC_STATUS = re.compile(r'(?:with (?:error|status)[ =]|status=)(\d+)')
 _NVLS_COMM = re.compile(r'^NVLS comm 0x[0-9a-f]+ headRank')
 
-# analyze_file's C-level line filter: a line reaches the Python parser only when it holds one of these tokens.
+# analyze_file's line filter: a line reaches the Python parser only when it holds one of these tokens
+# (or when _LEADING matches its start).  Keep _relevant() and _TOKENS in step.
+_TOKENS = (b'NET/', b'via ', b'-> ', b'WARN', b'Using', b'#', b'NCCL_', b'version', b'lugin', b'nranks ', b'channels',
+           b'NVLS', b'ollNet', b'Trees', b'Channel ', b'Ring ', b'failure', b'Watchdog', b'NCCL error', b'NIC distance',
+           b'Bootstrap', b'Init COMPLETE')
+
 
 def _relevant(line):
     """Cheap test: could any rule use this line?  (Plain ``in`` checks are the fastest substring test in CPython.)"""
@@ -110,6 +114,154 @@ def _relevant(line):
             or b'NVLS' in line or b'ollNet' in line or b'Trees' in line or b'Channel ' in line or b'Ring ' in line
             or b'failure' in line or b'Watchdog' in line or b'NCCL error' in line or b'NIC distance' in line
             or b'Bootstrap' in line or b'Init COMPLETE' in line)
+
+
+# Whole-chunk scans used by analyze_file (each runs in C over a multi-MB chunk, never per line):
+# (token, anchor byte or None, regex "token up to the end of its line").  When a token's rare anchor byte is absent
+# from a chunk (a memchr-speed test) the token cannot occur there and its scan is skipped.
+_ANCHORS = {b'WARN': b'W', b'Watchdog': b'W', b'NCCL_': b'_', b'NVLS': b'V', b'Bootstrap': b'B', b'Using': b'U',
+            b'Trees': b'T', b'Init COMPLETE': b'M', b'-> ': b'>', b'NET/': b'/', b'#': None}
+_TOKEN_SCANS = tuple((tok, _ANCHORS.get(tok), re.compile(re.escape(tok) + rb'[^\n]*')) for tok in _TOKENS)
+# Lines _LEADING can match start with whitespace, '{' or a digit.
+_LEAD_SCAN = re.compile(rb'\n[ \t\r\x0b\x0c{0-9]')
+
+# The common line shape "host:pid:tid [dev] NCCL INFO msg" (ASCII, no surrounding blanks): for it the per-line rules
+# are known exactly, so a repeat of a line already analysed can be replayed without parsing it again.
+_STRICT = re.compile(rb'([A-Za-z0-9_][\w.\-]*):(\d+):\d+ \[-?\d+\] NCCL INFO (\S(?:[^\n]*\S)?)\Z')
+_COMM_INIT = re.compile(rb'ncclCommInit\w* comm 0x[0-9a-f]+ rank (\d+) nranks (\d+) ')
+_MEMO_MAX = 100000
+_REPLAY_NONE, _REPLAY_NET, _REPLAY_SELECT, _REPLAY_NVLS = 0, 1, 2, 3
+
+
+def _replay_kind(msg):
+    """How to replay a repeat of a strict INFO line with message ``msg`` (str), mirroring ``_info``'s branch order.
+
+    Returns (kind, value) or None when a repeat must be parsed again (state-dependent or unknown rules).
+    Replays never add evidence: the caller falls back to the parser while an evidence list still has room.
+    """
+    if msg.startswith('[Rank ') or 'NCCL version' in msg:
+        return None
+    if ' -> ' in msg and _RET.match(msg):
+        return None
+    c0 = msg[0]
+    if c0 == 'C' or c0 == 'R':
+        if (msg.startswith('Channel ') or msg.startswith('Ring ')) and ' via ' in msg:
+            mh = _HOP.match(msg)
+            if mh:
+                via = mh.group(6)
+                mn = _NET_VIA.match(via)
+                if mn and via.startswith('NET/'):
+                    return _REPLAY_NET, mn.group(1)
+                return _REPLAY_NONE, None
+        return None
+    if c0 == 'T':
+        return (_REPLAY_NONE, None) if msg.startswith('Trees') else None
+    if c0 == 'U':
+        mu = _USING_NET.match(msg)
+        return (_REPLAY_SELECT, mu.group(1)) if mu else None
+    if c0 == 'A':
+        if msg.startswith('Assigned NET plugin'):
+            ma = _ASSIGNED.match(msg)
+            return (_REPLAY_SELECT, ma.group(1)) if ma else None
+        return None
+    if c0 == 'I':
+        return (_REPLAY_NONE, None) if msg.startswith('Initialized NET plugin') else None
+    if c0.isdigit() and ' channels' in msg:
+        mc = _CHANNEL_SUMMARY.search(msg)
+        if mc:
+            if mc.group(3) is not None and int(mc.group(3)) > 0:
+                return _REPLAY_NVLS, None
+            return _REPLAY_NONE, None
+        return None
+    if c0 == 'n' and msg.startswith('ncclCommInit') and ' nranks ' in msg and ' channels' not in msg:
+        return (_REPLAY_NONE, None) if _RANK_NRANKS.search(msg) else None
+    return None
+
+
+class _ChunkScanner:
+    """analyze_file's engine: finds the lines the old per-line filter would pass with whole-chunk C scans, and
+    replays repeats of common lines (channel connections, Trees, comm init, network selection) from a memo."""
+
+    def __init__(self, an):
+        self.an = an
+        self.memo = {}
+
+    def chunk(self, data, base):
+        """Analyse the complete lines of ``data`` (no trailing newline); ``base`` lines precede it.  Returns its line count."""
+        ends = set()
+        find = data.find
+        for tok, anchor, rx in _TOKEN_SCANS:
+            if anchor is not None and anchor not in data:
+                continue
+            pos = find(tok)
+            if pos < 0:
+                continue
+            ends.update([m.end() for m in rx.finditer(data, pos)])
+        leading = _LEADING.match
+        starts = [m.start() + 1 for m in _LEAD_SCAN.finditer(data)]
+        starts.append(0)
+        for s in starts:
+            e = find(b'\n', s)
+            if e < 0:
+                e = len(data)
+            if e not in ends and leading(data, s, e):
+                ends.add(e)
+        an = self.an
+        memo = self.memo
+        count = data.count
+        rfind = data.rfind
+        counted = 0     # newlines counted in data[:counted_pos]
+        counted_pos = 0
+        for e in sorted(ends):
+            s = rfind(b'\n', 0, e) + 1
+            line = data[s:e]
+            hit = memo.get(line)
+            if hit is None and line.startswith(b'ncclCommInit', line.find(b' NCCL INFO ') + 11):
+                ms = _STRICT.match(line)
+                mi = _COMM_INIT.match(ms.group(3)) if ms and line.isascii() else None
+                if mi and b'NCCL version' not in line and b' channels' not in line:
+                    key = b'\x00%s\x00%s\x00%s' % (line[:ms.start(3)], mi.group(1), mi.group(2))
+                    hit = memo.get(key)
+                    if hit is None:
+                        counted += count(b'\n', counted_pos, s)
+                        counted_pos = s
+                        an.feed_at(line, base + counted + 1)
+                        self._remember(key, line)
+                        continue
+            if hit is not None:
+                proc, kind, value = hit
+                if proc.chain is None and (kind != _REPLAY_SELECT or len(an.evidence.get('selection', ())) >= 5) and \
+                        (kind != _REPLAY_NVLS or len(an.evidence.get('nvls', ())) >= 5):
+                    an.lines_seen += 1
+                    an.nccl_lines += 1
+                    if kind == _REPLAY_NET:
+                        proc.hop_nets[value] = proc.hop_nets.get(value, 0) + 1
+                    elif kind == _REPLAY_SELECT:
+                        proc.selected = value
+                    continue
+            counted += count(b'\n', counted_pos, s)
+            counted_pos = s
+            an.feed_at(line, base + counted + 1)
+            if hit is None:
+                self._remember(line, line)
+        return counted + count(b'\n', counted_pos) + 1
+
+    def _remember(self, key, line):
+        if not line.isascii():
+            return
+        ms = _STRICT.match(line)
+        if ms is None:
+            return
+        msg = ms.group(3).decode('ascii')
+        kind = _replay_kind(msg)
+        if kind is None:
+            return
+        proc = self.an.procs.get(ms.group(1).decode('ascii') + ':' + ms.group(2).decode('ascii'))
+        if proc is None:
+            return
+        if len(self.memo) >= _MEMO_MAX:
+            self.memo.clear()
+        self.memo[key] = (proc, kind[0], kind[1])
 
 
 # nccl-tests result rows and JSON records are recognised by their start.
@@ -1174,14 +1326,16 @@ def analyze_text(text):
     return analyze_lines(text.splitlines())
 
 
-def analyze_file(path, chunk_size=1 << 22):
+def analyze_file(path, chunk_size=1 << 23):
     """Analyse a log file in constant memory.
 
-    Hot path: the file is read in binary chunks, split into lines in C, and only lines that contain one of the
-    tokens any rule looks at (``_relevant``) reach the Python parser; COLL/proxy chatter is skipped in C.
+    Same result as feeding the parser every line that holds one of ``_TOKENS`` (or matches ``_LEADING``), in order.
+    Hot path: the file is read in binary chunks cut at a newline; whole-chunk C scans (``_TOKEN_SCANS``,
+    ``_LEAD_SCAN``) find those lines without splitting the chunk, so COLL/proxy chatter never reaches Python; repeats
+    of common lines are replayed from a bounded memo (``_ChunkScanner``).
     """
     an = NcclLogAnalyzer()
-    leading = _LEADING.match
+    scanner = _ChunkScanner(an)
     base = 0
     rest = b''
     with open(path, 'rb') as fh:
@@ -1196,13 +1350,7 @@ def analyze_file(path, chunk_size=1 << 22):
                 rest = data
                 continue
             rest = data[cut + 1:]
-            lines = data[:cut].split(b'\n')
-            idx = range(len(lines))
-            picked = set(compress(idx, map(_relevant, lines)))
-            picked.update(compress(idx, map(leading, lines)))
-            for i in sorted(picked):
-                an.feed_at(lines[i], base + i + 1)
-            base += len(lines)
+            base += scanner.chunk(data[:cut], base)
     if rest:
         base += 1
         an.feed_at(rest, base)

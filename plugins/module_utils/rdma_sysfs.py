@@ -96,6 +96,17 @@ def list_dir(path):
         raise SysfsError(path, "cannot be listed: %s" % (exc.strerror or exc)) from exc
 
 
+def numbered_attrs(directory):
+    """Yield ``(index, path, value)`` for the readable numbered entries of a table folder (``gids/``, ``pkeys/``)."""
+    for index in list_dir(directory):
+        if not index.isdigit():
+            continue
+        path = os.path.join(directory, index)
+        raw = read_attr(path)
+        if raw is not None:
+            yield index, path, raw
+
+
 def natural_key(name):
     """Sort key putting mlx5_2 before mlx5_10 and port "2" before "10"."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
@@ -315,14 +326,7 @@ class RdmaSysfs:
     def read_gids(self, pdir):
         """Return the non-zero GID entries of a port, with type, netdev and IPv4."""
         gids = []
-        gid_dir = os.path.join(pdir, "gids")
-        for index in list_dir(gid_dir):
-            if not index.isdigit():
-                continue
-            gid_path = os.path.join(gid_dir, index)
-            raw = read_attr(gid_path)
-            if raw is None:
-                continue
+        for index, gid_path, raw in numbered_attrs(os.path.join(pdir, "gids")):
             gid = parse_gid(raw, gid_path)
             if ipaddress.IPv6Address(gid).packed == bytes(16):
                 continue
@@ -341,14 +345,7 @@ class RdmaSysfs:
     def read_pkeys(self, pdir):
         """Return the non-zero P_Keys of a port (``["0xffff", ...]``) in table order."""
         pkeys = []
-        pkey_dir = os.path.join(pdir, "pkeys")
-        for index in list_dir(pkey_dir):
-            if not index.isdigit():
-                continue
-            path = os.path.join(pkey_dir, index)
-            raw = read_attr(path)
-            if raw is None:
-                continue
+        for _index, path, raw in numbered_attrs(os.path.join(pdir, "pkeys")):
             value = parse_pkey(raw, path)
             if value is not None:
                 pkeys.append(value)
