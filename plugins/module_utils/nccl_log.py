@@ -116,12 +116,26 @@ def _relevant(line):
             or b'Bootstrap' in line or b'Init COMPLETE' in line)
 
 
-# Whole-chunk scans used by analyze_file (each runs in C over a multi-MB chunk, never per line):
-# (token, anchor byte or None, regex "token up to the end of its line").  When a token's rare anchor byte is absent
-# from a chunk (a memchr-speed test) the token cannot occur there and its scan is skipped.
-_ANCHORS = {b'WARN': b'W', b'Watchdog': b'W', b'NCCL_': b'_', b'NVLS': b'V', b'Bootstrap': b'B', b'Using': b'U',
-            b'Trees': b'T', b'Init COMPLETE': b'M', b'-> ': b'>', b'NET/': b'/', b'#': None}
-_TOKEN_SCANS = tuple((tok, _ANCHORS.get(tok), re.compile(re.escape(tok) + rb'[^\n]*')) for tok in _TOKENS)
+# Whole-chunk scans used by analyze_file (each runs in C over a multi-MB chunk, never per line), together covering
+# exactly _TOKENS: (anchor byte or None, literal or None, regex "token ... up to the end of its line").  A scan is
+# skipped when its rare anchor byte (a memchr-speed test) or its literal (a fast substring search) is absent from the
+# chunk; tokens sharing a literal start share one scan.
+_TOKEN_SCANS = tuple((anchor, literal, re.compile(rx)) for anchor, literal, rx in (
+    (None, None, rb'N(?:ET/|CCL_|VLS|CCL error|IC distance|(?<=ollN)et)[^\n]*'),   # NET/ NCCL_ NVLS NCCL error NIC distance ollNet
+    (None, None, rb'v(?:ia |ersion)[^\n]*'),                                       # via, version
+    (None, None, rb'hannel(?:(?<=Channel) |(?<=channel)s)[^\n]*'),                 # Channel, channels
+    (b'W', None, rb'W(?:ARN|atchdog)[^\n]*'),
+    (b'>', b'-> ', rb'-> [^\n]*'),
+    (b'U', b'Using', rb'Using[^\n]*'),
+    (b'#', None, rb'#[^\n]*'),
+    (None, b'lugin', rb'lugin[^\n]*'),
+    (None, b'nranks ', rb'nranks [^\n]*'),
+    (b'T', b'Trees', rb'Trees[^\n]*'),
+    (None, b'Ring ', rb'Ring [^\n]*'),
+    (None, b'failure', rb'failure[^\n]*'),
+    (b'B', b'Bootstrap', rb'Bootstrap[^\n]*'),
+    (b'M', b'Init COMPLETE', rb'Init COMPLETE[^\n]*'),
+))
 # Lines _LEADING can match start with whitespace, '{' or a digit.
 _LEAD_SCAN = re.compile(rb'\n[ \t\r\x0b\x0c{0-9]')
 
@@ -190,12 +204,14 @@ class _ChunkScanner:
         """Analyse the complete lines of ``data`` (no trailing newline); ``base`` lines precede it.  Returns its line count."""
         ends = set()
         find = data.find
-        for tok, anchor, rx in _TOKEN_SCANS:
+        for anchor, literal, rx in _TOKEN_SCANS:
             if anchor is not None and anchor not in data:
                 continue
-            pos = find(tok)
-            if pos < 0:
-                continue
+            pos = 0
+            if literal is not None:
+                pos = find(literal)
+                if pos < 0:
+                    continue
             ends.update([m.end() for m in rx.finditer(data, pos)])
         leading = _LEADING.match
         starts = [m.start() + 1 for m in _LEAD_SCAN.finditer(data)]

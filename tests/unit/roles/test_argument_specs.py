@@ -45,3 +45,10 @@ def test_defaults_match_spec_type_default_and_choices(role):
         assert entry.get("default") == value, name
         if "choices" in entry:
             assert value in entry["choices"], name
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
+def test_role_readme_table_is_generated_from_the_spec(role):
+    import role_readme  # tests/tools, on sys.path via tests/unit/conftest.py
+
+    assert (role / "README.md").read_text() == role_readme.render(role), "run tests/tools/role_readme.py"
