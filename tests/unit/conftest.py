@@ -10,6 +10,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 sys.path.insert(0, str(REPO_ROOT / "tests" / "tools"))
+sys.path.insert(0, str(REPO_ROOT / "tests" / "simhost"))
 
 
 def _collection_root() -> Path:
