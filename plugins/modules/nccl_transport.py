@@ -260,6 +260,8 @@ rc:
   type: int
 '''
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import (
@@ -289,7 +291,6 @@ def main():
     p = module.params
     extra = {}
     if p['log_path'] is not None:
-        import os
         if not os.path.isfile(p['log_path']):
             module.fail_json(msg='log_path %s: no such file' % p['log_path'], changed=False)
         try:
