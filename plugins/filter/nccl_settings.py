@@ -13,7 +13,26 @@ from ansible.errors import AnsibleFilterError
 FABRICS = ("auto", "infiniband", "roce")
 _LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
 _NCCL_NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
+# One line of printable text: nccl.conf is NAME=value per line and '#' starts a comment.
+_CONF_VALUE = re.compile(r"^[^\x00-\x1f\x7f#]+$")
+# NCCL_SOCKET_IFNAME syntax: optional ^ or =, then comma-separated interface names or prefixes.
+_IFNAME_LIST = re.compile(r"^[\^=]?[A-Za-z0-9_.:@-]+(,[A-Za-z0-9_.:@-]+)*$")
 _COMPUTED = ("NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_TC", "NCCL_SOCKET_IFNAME")
+
+
+def _conf_value(name, value):
+    """Validate one nccl_extra_settings entry and return the text nccl.conf gets (booleans as 1/0, like NCCL's own)."""
+    if not _NCCL_NAME.match(str(name)):
+        raise AnsibleFilterError("nccl_extra_settings key %r is not an NCCL variable (NCCL_ followed by A-Z, 0-9, _)" % (name,))
+    if name in _COMPUTED:
+        raise AnsibleFilterError("nccl_extra_settings must not set %s: it is computed from facts; use the role's own variable" % name)
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if not isinstance(value, str) or not value.strip() or not _CONF_VALUE.match(value):
+        raise AnsibleFilterError("nccl_extra_settings %s must be a string, number or boolean on one line, without '#'; got %r" % (name, value))
+    return value.strip()
 
 
 def _natural_key(name):
@@ -49,19 +68,24 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
     :arg socket_ifname: the out-of-band interface for NCCL_SOCKET_IFNAME (required, non-empty).
     :arg traffic_class: the IB traffic class 0-255 for NCCL_IB_TC (the ToS byte: DSCP << 2), or None to leave it out.
     :arg hca_exact: prefix NCCL_IB_HCA with ``=`` so that ``mlx5_1`` does not also match ``mlx5_10`` .. ``mlx5_17``.
-    :arg extra: more ``NCCL_*`` settings to write verbatim.
+    :arg extra: more ``NCCL_*`` settings: one-line strings, numbers, or booleans (written 1/0).
     :returns: ``{fabric, ports: [{device, port, link_layer, rate_gbps, gid_index}], skipped: [{device, port, reason}],
         settings: {NAME: value}}``; ``settings`` keeps the order NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_TC,
         NCCL_SOCKET_IFNAME, then ``extra`` sorted.
     :raises AnsibleFilterError: on a bad argument (naming it and the allowed values), when RoCE ports disagree on
-        the RoCE v2 GID index (NCCL takes one index for all HCAs), or when ``extra`` redefines a computed setting.
+        the RoCE v2 GID index (NCCL takes one index for all HCAs), when ``extra`` redefines a computed setting, or
+        when a value is not one line of text (a newline would smuggle another setting into nccl.conf).
     """
     if not isinstance(rdma, dict) or "devices" not in rdma:
         raise AnsibleFilterError("nccl_settings: expected ansible_facts.rdma from hpcnet.rdma.rdma_facts (a dict with 'devices')")
     if fabric not in FABRICS:
         raise AnsibleFilterError("nccl_settings: fabric is %r; allowed values: %s" % (fabric, ", ".join(FABRICS)))
-    if not socket_ifname or not str(socket_ifname).strip():
+    socket_ifname = "" if socket_ifname is None else str(socket_ifname).strip()
+    if not socket_ifname:
         raise AnsibleFilterError("nccl_socket_ifname is empty and no default IPv4 interface was found; set nccl_socket_ifname to the out-of-band interface")
+    if not _IFNAME_LIST.match(socket_ifname):
+        raise AnsibleFilterError("nccl_socket_ifname %r is not an interface list: use names or prefixes separated by commas, "
+                                 "optionally starting with ^ (exclude) or = (exact), e.g. eth0, =bond0 or ^docker,lo" % (socket_ifname,))
     if traffic_class is not None and traffic_class != "":
         try:
             traffic_class = int(traffic_class)
@@ -71,12 +95,7 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
             raise AnsibleFilterError("nccl_ib_traffic_class must be an integer 0-255 (the ToS byte, DSCP << 2); got %r" % (traffic_class,))
     else:
         traffic_class = None
-    extra = dict(extra or {})
-    for name in extra:
-        if not _NCCL_NAME.match(str(name)):
-            raise AnsibleFilterError("nccl_extra_settings key %r is not an NCCL variable (NCCL_ followed by A-Z, 0-9, _)" % (name,))
-        if name in _COMPUTED:
-            raise AnsibleFilterError("nccl_extra_settings must not set %s: it is computed from facts; use the role's own variable" % name)
+    extra = {name: _conf_value(name, value) for name, value in dict(extra or {}).items()}
 
     resolved = _resolve_fabric(rdma, fabric)
     ports, skipped = [], []
@@ -112,7 +131,7 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
         settings["NCCL_IB_GID_INDEX"] = indexes[0]
     if ports and traffic_class is not None:
         settings["NCCL_IB_TC"] = traffic_class
-    settings["NCCL_SOCKET_IFNAME"] = str(socket_ifname).strip()
+    settings["NCCL_SOCKET_IFNAME"] = socket_ifname
     for name in sorted(extra):
         settings[name] = extra[name]
     return {"fabric": resolved if ports else None, "ports": ports, "skipped": skipped, "settings": settings}

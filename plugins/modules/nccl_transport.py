@@ -249,6 +249,13 @@ evidence:
   description: Up to five quoted lines (with line numbers) per kind of evidence.
   returned: always
   type: dict
+summary:
+  description:
+    - "One line for an operator: NCCL version, the transport and link layer with the HCAs, GPUDirect RDMA, single or
+      multi-node, and warnings (fallback to sockets, processes that disagree). Also returned as C(msg)."
+  returned: always
+  type: str
+  sample: "NCCL 2.18.5; used IB over RoCE (mlx5_4:1); multi-node"
 findings:
   description: One message per unmet expectation (empty when all are met); the module fails when it is not empty.
   returned: always
@@ -266,6 +273,52 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import (
     analyze_file, analyze_text, check_expectations, run_logged_command)
+
+
+def _expect_transport_hint(value):
+    """Return an error for an expect_transport value that names a link layer or protocol instead of an NCCL network."""
+    if value is None:
+        return None
+    words = {
+        'roce': 'RoCE runs on NCCL\'s built-in IB transport: use expect_transport=IB expect_link_layer=RoCE',
+        'infiniband': 'NCCL calls its verbs transport IB: use expect_transport=IB (and expect_link_layer=IB)',
+        'tcp': 'NCCL calls its TCP transport Socket: use expect_transport=Socket',
+        'sockets': 'NCCL calls its TCP transport Socket: use expect_transport=Socket',
+        'gdr': 'GPUDirect RDMA is not a transport: use expect_gdr=true',
+        'gdrdma': 'GPUDirect RDMA is not a transport: use expect_gdr=true',
+    }
+    hint = words.get(value.strip().lower())
+    if hint:
+        return 'expect_transport=%s: %s (allowed: IB, Socket, or a net plugin name such as IBext or plugin:IBext_v8)' % (value, hint)
+    return None
+
+
+def summarize(result):
+    """One line an operator reads first: what NCCL selected, on which HCAs, and what looks wrong."""
+    transport = result.get('net_transport')
+    parts = ['NCCL %s' % result['nccl_version'] if isinstance(result.get('nccl_version'), str) else 'NCCL (version not shown)']
+    if transport is None:
+        parts.append('network transport not shown in the log')
+    else:
+        layers = sorted({d.get('link_layer') for d in result.get('ib_devices') or [] if d.get('link_layer')})
+        text = 'used %s' % transport
+        if transport == 'IB' and layers:
+            text += ' over %s' % '/'.join(layers)
+        devices = ['%s:%s' % (d.get('name'), d.get('port')) for d in result.get('ib_devices') or []]
+        if devices:
+            text += ' (%s)' % ', '.join(devices)
+        parts.append(text)
+    if result.get('gdr') is not None:
+        parts.append('GPUDirect RDMA %s' % ('on' if result['gdr'] else 'off'))
+    if result.get('multi_node') is not None:
+        parts.append('multi-node' if result['multi_node'] else 'single node')
+    if result.get('fallback_to_socket'):
+        parts.append('WARNING: fell back from IB to TCP sockets')
+    if result.get('mismatch'):
+        parts.append('WARNING: processes chose different transports (see per_host)')
+    if result.get('errors'):
+        parts.append('%d warning/error line(s) classified in errors' % len(result['errors']))
+    return '; '.join(parts)
 
 
 def main():
@@ -290,7 +343,12 @@ def main():
     )
     p = module.params
     extra = {}
+    hint = _expect_transport_hint(p['expect_transport'])
+    if hint:
+        module.fail_json(msg=hint, changed=False)
     if p['log_path'] is not None:
+        if os.path.isdir(p['log_path']):
+            module.fail_json(msg='log_path %s is a directory; give the log file' % p['log_path'], changed=False)
         if not os.path.isfile(p['log_path']):
             module.fail_json(msg='log_path %s: no such file' % p['log_path'], changed=False)
         try:
@@ -311,8 +369,12 @@ def main():
         extra['rc'] = run['rc']
         if run['timed_out']:
             result.update(extra)
-            module.fail_json(msg='command %s timed out after %d s and was killed; the analysis of its output so far is '
-                                 'returned' % (p['command'][0], p['timeout']), changed=False, **result)
+            if run['rc'] == 0:
+                why = 'it exited with code 0, but a process it left in the background kept its output open'
+            else:
+                why = 'it was killed'
+            module.fail_json(msg='command %s timed out after %d s (%s); the analysis of its output so far is '
+                                 'returned' % (p['command'][0], p['timeout'], why), changed=False, **result)
     if result['lines'] == 0 or (result['nccl_lines'] == 0 and result['busbw'] is None and not result['errors']):
         if p['log_path']:
             source = 'log_path ' + p['log_path']
@@ -320,15 +382,18 @@ def main():
             source = 'log_text'
         else:
             source = 'command output'
-        module.fail_json(msg='the log is empty or has no NCCL output: run the job with NCCL_DEBUG=INFO (source: %s)' % source,
-                         changed=False, **dict(result, **extra))
+        msg = 'the log is empty or has no NCCL output: run the job with NCCL_DEBUG=INFO (source: %s)' % source
+        if extra.get('rc'):
+            msg = 'command %s exited with code %s and printed no NCCL output' % (p['command'][0], extra['rc'])
+        module.fail_json(msg=msg, changed=False, **dict(result, **extra))
     findings = check_expectations(result, p['expect_transport'], p['expect_link_layer'], p['expect_gdr'], p['expect_hcas'],
                                   p['forbid_fallback'], sysfs_root=p['sysfs_root'])
     result.update(extra)
     result['findings'] = findings
+    result['summary'] = summarize(result)
     if findings:
         module.fail_json(msg=' | '.join(findings), changed=False, **result)
-    module.exit_json(changed=False, **result)
+    module.exit_json(changed=False, msg=result['summary'], **result)
 
 
 if __name__ == '__main__':

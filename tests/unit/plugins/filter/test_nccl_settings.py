@@ -112,3 +112,30 @@ def test_extra_settings_follow_computed_ones_sorted():
 def test_input_that_is_not_rdma_facts_is_rejected():
     with pytest.raises(AnsibleFilterError, match="ansible_facts.rdma"):
         nccl_settings({"foo": 1}, "auto", "eth0")
+
+
+@pytest.mark.parametrize("value", ["INFO\nNCCL_IB_HCA=mlx5_9:1", "a#b", "", [1, 2], None, {"a": 1}])
+def test_extra_values_must_be_one_line_scalars(value):
+    with pytest.raises(AnsibleFilterError, match=r"nccl_extra_settings NCCL_DEBUG must be a string, number or boolean on one line"):
+        nccl_settings(IB_12, "infiniband", "eth0", extra={"NCCL_DEBUG": value})
+
+
+def test_extra_booleans_are_written_the_way_nccl_reads_them():
+    plan = nccl_settings(IB_12, "infiniband", "eth0", extra={"NCCL_IB_DISABLE": True, "NCCL_NET_GDR_READ": False, "NCCL_IB_TIMEOUT": 22})
+    assert [plan["settings"][k] for k in ("NCCL_IB_DISABLE", "NCCL_IB_TIMEOUT", "NCCL_NET_GDR_READ")] == ["1", "22", "0"]
+
+
+@pytest.mark.parametrize("value", ["eth0\nNCCL_IB_HCA=mlx5_9:1", "eth0 eth1", "eth0;rm"])
+def test_socket_ifname_must_be_an_interface_list(value):
+    with pytest.raises(AnsibleFilterError, match=r"nccl_socket_ifname .* is not an interface list"):
+        nccl_settings(IB_12, "infiniband", value)
+
+
+@pytest.mark.parametrize("value", ["eth0", "=bond0", "^docker,lo", "ens1f0np0,ens2f0np0"])
+def test_socket_ifname_accepts_nccl_syntax(value):
+    assert nccl_settings(IB_12, "infiniband", value)["settings"]["NCCL_SOCKET_IFNAME"] == value
+
+
+def test_blank_socket_ifname_is_empty():
+    with pytest.raises(AnsibleFilterError, match=r"nccl_socket_ifname is empty"):
+        nccl_settings(IB_12, "infiniband", "  ")

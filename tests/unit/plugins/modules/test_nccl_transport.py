@@ -228,3 +228,35 @@ def test_bad_timeout_is_rejected(run):
 def test_result_is_json_serialisable(run):
     failed, res = run({"log_path": str(LOGS / "25-hpcx-ibext-sharp-plugin-collnet-plugin-loaded.log")})
     json.dumps(res)
+
+
+def test_summary_says_what_nccl_did_in_one_line(run):
+    failed, res = run({"log_path": str(LOGS / "18-nccl2.18-roce-gid-index-3-init-complete.log")})
+    assert not failed
+    assert res["msg"] == res["summary"] == "NCCL 2.18.5; used IB over RoCE (mlx5_4:1); multi-node"
+
+
+def test_summary_warns_about_a_socket_fallback(run):
+    failed, res = run({"log_path": str(LOGS / "10-nccl2.5-single-node-docker-lo-no-ib-device.log")})
+    assert not failed
+    assert "used Socket" in res["summary"] and "WARNING: fell back from IB to TCP sockets" in res["summary"]
+
+
+@pytest.mark.parametrize("value, advice", [
+    ("RoCE", "use expect_transport=IB expect_link_layer=RoCE"),
+    ("tcp", "use expect_transport=Socket"),
+    ("InfiniBand", "use expect_transport=IB"),
+])
+def test_expect_transport_that_names_a_link_layer_gets_the_right_advice(run, value, advice):
+    failed, res = run({"log_text": ROCE_LOG, "expect_transport": value})
+    assert failed and advice in res["msg"] and "allowed: IB, Socket" in res["msg"]
+
+
+def test_directory_log_path_is_named_as_a_directory(run, tmp_path):
+    failed, res = run({"log_path": str(tmp_path)})
+    assert failed and res["msg"] == "log_path %s is a directory; give the log file" % tmp_path
+
+
+def test_failing_command_without_nccl_output_reports_its_exit_code(run):
+    failed, res = run({"command": ["/bin/false"]})
+    assert failed and res["msg"] == "command /bin/false exited with code 1 and printed no NCCL output"
