@@ -23,7 +23,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import re
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections import Counter
+from operator import itemgetter, methodcaller
 
 NULL = None
 
@@ -100,20 +107,20 @@ _TORCH_NCCL_ERR = re.compile(r'((?:torch\.distributed\.)?(?:DistBackendError|Run
 _WC_STATUS = re.compile(r'(?:with (?:error|status)[ =]|status=)(\d+)')
 _NVLS_COMM = re.compile(r'^NVLS comm 0x[0-9a-f]+ headRank')
 
-# analyze_file's line filter: a line reaches the Python parser only when it holds one of these tokens
-# (or when _LEADING matches its start).  Keep _relevant() and _TOKENS in step.
+# analyze_file's line filter: a line reaches the Python parser only when it holds one of these tokens (or when
+# _LEADING matches its start).  This tuple is the ONE list: _relevant(), the grep pattern (_GREP_ERE) and the
+# coverage test of the chunk scans (_TOKEN_SCANS) all derive from it.
 _TOKENS = (b'NET/', b'via ', b'-> ', b'WARN', b'Using', b'#', b'NCCL_', b'version', b'lugin', b'nranks ', b'channels',
            b'NVLS', b'ollNet', b'Trees', b'Channel ', b'Ring ', b'failure', b'Watchdog', b'NCCL error', b'NIC distance',
            b'Bootstrap', b'Init COMPLETE')
 
 
+_TOKEN_SEARCH = re.compile(b'|'.join(re.escape(t) for t in _TOKENS)).search
+
+
 def _relevant(line):
-    """Cheap test: could any rule use this line?  (Plain ``in`` checks are the fastest substring test in CPython.)"""
-    return (b'NET/' in line or b'via ' in line or b'-> ' in line or b'WARN' in line or b'Using' in line or b'#' in line
-            or b'NCCL_' in line or b'version' in line or b'lugin' in line or b'nranks ' in line or b'channels' in line
-            or b'NVLS' in line or b'ollNet' in line or b'Trees' in line or b'Channel ' in line or b'Ring ' in line
-            or b'failure' in line or b'Watchdog' in line or b'NCCL error' in line or b'NIC distance' in line
-            or b'Bootstrap' in line or b'Init COMPLETE' in line)
+    """Could any rule use this line (bytes)?  True when it holds one of ``_TOKENS``."""
+    return _TOKEN_SEARCH(line) is not None
 
 
 # Whole-chunk scans used by analyze_file (each runs in C over a multi-MB chunk, never per line), together covering
@@ -143,6 +150,7 @@ _LEAD_SCAN = re.compile(rb'\n[ \t\r\x0b\x0c{0-9]')
 # are known exactly, so a repeat of a line already analysed can be replayed without parsing it again.
 _STRICT = re.compile(rb'([A-Za-z0-9_][\w.\-]*):(\d+):\d+ \[-?\d+\] NCCL INFO (\S(?:[^\n]*\S)?)\Z')
 _COMM_INIT = re.compile(rb'ncclCommInit\w* comm 0x[0-9a-f]+ rank (\d+) nranks (\d+) ')
+_STRICT_PREFIX = re.compile(rb'[A-Za-z0-9_][\w.\-]*:\d+:\d+ \[-?\d+\] NCCL INFO \Z')
 _MEMO_MAX = 100000
 _REPLAY_NONE, _REPLAY_NET, _REPLAY_SELECT, _REPLAY_NVLS = 0, 1, 2, 3
 
@@ -199,6 +207,7 @@ class _ChunkScanner:
     def __init__(self, an):
         self.an = an
         self.memo = {}
+        self.prefixes = {}
 
     def chunk(self, data, base):
         """Analyse the complete lines of ``data`` (no trailing newline); ``base`` lines precede it.  Returns its line count."""
@@ -222,45 +231,145 @@ class _ChunkScanner:
                 e = len(data)
             if e not in ends and leading(data, s, e):
                 ends.add(e)
-        an = self.an
-        memo = self.memo
         count = data.count
         rfind = data.rfind
-        counted = 0     # newlines counted in data[:counted_pos]
-        counted_pos = 0
-        for e in sorted(ends):
-            s = rfind(b'\n', 0, e) + 1
-            line = data[s:e]
-            hit = memo.get(line)
-            if hit is None and line.startswith(b'ncclCommInit', line.find(b' NCCL INFO ') + 11):
-                ms = _STRICT.match(line)
-                mi = _COMM_INIT.match(ms.group(3)) if ms and line.isascii() else None
-                if mi and b'NCCL version' not in line and b' channels' not in line:
-                    key = b'\x00%s\x00%s\x00%s' % (line[:ms.start(3)], mi.group(1), mi.group(2))
-                    hit = memo.get(key)
-                    if hit is None:
-                        counted += count(b'\n', counted_pos, s)
-                        counted_pos = s
-                        an.feed_at(line, base + counted + 1)
-                        self._remember(key, line)
-                        continue
+        ends = sorted(ends)
+        starts = [rfind(b'\n', 0, e) + 1 for e in ends]
+        state = [0, 0]      # newlines counted in data[:state[1]], state[1]
+
+        def lineno_of(i):
+            s = starts[i]
+            state[0] += count(b'\n', state[1], s)
+            state[1] = s
+            return base + state[0] + 1
+
+        self.take_many([data[s:e] for s, e in zip(starts, ends)], lineno_of)
+        return state[0] + count(b'\n', state[1]) + 1
+
+    def take_many(self, lines, lineno_of, check=False):
+        """``take`` each of ``lines`` in order; ``lineno_of(i)`` gives the number of ``lines[i]`` (asked in increasing i).
+
+        Same effect as ``for i, line in enumerate(lines): take(line, lineno_of(i), check)``, computed by runs: a run is
+        a stretch of lines that all repeat memorised lines (``_lookup``), so no line of it is parsed and the state the
+        replay conditions read (return-code chains, evidence counts) is constant along it.  A run's replays only add
+        counts or set ``selected``, so they are applied per distinct memo entry (``_replay_run``); a run where one of
+        them is not allowed goes line by line through ``take``.
+        """
+        hits = list(map(self.memo.get, lines))
+        lookup = self._lookup
+        find = hits.index
+        start = 0       # first line of the pending run
+        pos = 0
+        end = len(hits)
+        while pos < end:
+            try:
+                pos = find(None, pos)
+            except ValueError:
+                break
+            hit = lookup(lines[pos])    # memorised since the batch lookup, or a comm-init line with a known key
             if hit is not None:
-                proc, kind, value = hit
-                if proc.chain is None and (kind != _REPLAY_SELECT or len(an.evidence.get('selection', ())) >= 5) and \
-                        (kind != _REPLAY_NVLS or len(an.evidence.get('nvls', ())) >= 5):
-                    an.lines_seen += 1
-                    an.nccl_lines += 1
-                    if kind == _REPLAY_NET:
-                        proc.hop_nets[value] = proc.hop_nets.get(value, 0) + 1
-                    elif kind == _REPLAY_SELECT:
-                        proc.selected = value
-                    continue
-            counted += count(b'\n', counted_pos, s)
-            counted_pos = s
-            an.feed_at(line, base + counted + 1)
+                hits[pos] = hit
+            else:
+                if start < pos:
+                    self._replay_run(hits, lines, start, pos, lineno_of, check)
+                self.take(lines[pos], lineno_of(pos), check)
+                start = pos + 1
+            pos += 1
+        if start < end:
+            self._replay_run(hits, lines, start, end, lineno_of, check)
+
+    def _replay_run(self, hits, lines, start, end, lineno_of, check):
+        an = self.an
+        counts = Counter(hits[start:end])
+        select = {}
+        sel_ok = len(an.evidence.get('selection', ())) >= 5
+        nvls_ok = len(an.evidence.get('nvls', ())) >= 5
+        for proc, kind, value in counts:
+            if proc.chain is not None or (kind == _REPLAY_NVLS and not nvls_ok):
+                break
+            if kind == _REPLAY_SELECT:
+                if not sel_ok or select.setdefault(proc, value) != value:
+                    break
+        else:
+            for (proc, kind, value), n in counts.items():
+                if kind == _REPLAY_NET:
+                    proc.hop_nets[value] = proc.hop_nets.get(value, 0) + n
+                elif kind == _REPLAY_SELECT:
+                    proc.selected = value
+            an.lines_seen += end - start
+            an.nccl_lines += end - start
+            return
+        take = self.take
+        for i in range(start, end):
+            take(lines[i], lineno_of(i), check)
+
+    def _lookup(self, line):
+        """The memo entry that replays ``line``, or None (no side effect)."""
+        hit = self.memo.get(line)
+        if hit is None:
+            key = self._comm_key(line)
+            if key is not None:
+                hit = self.memo.get(key)
+        return hit
+
+    def _comm_key(self, line):
+        """Memo key of an ``ncclCommInit* comm 0x.. rank R nranks N`` strict INFO line: its prefix, R and N (the comm
+        pointer and id differ between communicators, the replay does not depend on them).  None for other lines.
+
+        Same test as ``_STRICT.match(line)`` + ``_COMM_INIT.match`` of its message, with the prefix check cached: the
+        host part has no blank, so the prefix ends at the first " NCCL INFO "."""
+        idx = line.find(b' NCCL INFO ')
+        if idx < 0 or not line.startswith(b'ncclCommInit', idx + 11):
+            return None
+        prefix = line[:idx + 11]
+        ok = self.prefixes.get(prefix)
+        if ok is None:
+            if len(self.prefixes) >= _MEMO_MAX:
+                self.prefixes.clear()
+            ok = self.prefixes[prefix] = _STRICT_PREFIX.match(prefix) is not None
+        msg = line[idx + 11:]
+        if not ok or msg[-1:].isspace() or b'\n' in msg or not line.isascii():
+            return None
+        mi = _COMM_INIT.match(msg)
+        if mi is None or b'NCCL version' in line or b' channels' in line:
+            return None
+        return b'\x00%s\x00%s\x00%s' % (prefix, mi.group(1), mi.group(2))
+
+    def take(self, line, lineno, check=False):
+        """Analyse one selected ``line`` (bytes, no newline) numbered ``lineno``; replay it when it repeats a memorised line.
+
+        ``check``: apply the exact selection rule (``_wanted``) first, for lines a superset filter (grep) passed.  A
+        memorised line or comm-init key always passed that rule when it was first seen, so only new lines are checked.
+        """
+        an = self.an
+        memo = self.memo
+        hit = memo.get(line)
+        if hit is None:
+            key = self._comm_key(line)
+            if key is not None:
+                # (_COMM_INIT matched " nranks ": the line is one analyze_file selects)
+                hit = memo.get(key)
+                if hit is None:
+                    an.feed_at(line, lineno)
+                    self._remember(key, line)
+                    return
             if hit is None:
+                if check and not _wanted(line):
+                    return
+                an.feed_at(line, lineno)
                 self._remember(line, line)
-        return counted + count(b'\n', counted_pos) + 1
+                return
+        proc, kind, value = hit
+        if proc.chain is None and (kind != _REPLAY_SELECT or len(an.evidence.get('selection', ())) >= 5) and \
+                (kind != _REPLAY_NVLS or len(an.evidence.get('nvls', ())) >= 5):
+            an.lines_seen += 1
+            an.nccl_lines += 1
+            if kind == _REPLAY_NET:
+                proc.hop_nets[value] = proc.hop_nets.get(value, 0) + 1
+            elif kind == _REPLAY_SELECT:
+                proc.selected = value
+            return
+        an.feed_at(line, lineno)
 
     def _remember(self, key, line):
         if not line.isascii():
@@ -282,6 +391,24 @@ class _ChunkScanner:
 
 # nccl-tests result rows and JSON records are recognised by their start.
 _LEADING = re.compile(rb'\s*(?:\{|\d+\s+\d+\s+\w)')
+# The same rule as a POSIX ERE for GNU grep in the C locale, where [[:space:]] is Python's bytes \s (space, \t, \n,
+# \v, \f, \r) and [[:alnum:]_] its bytes \w.  Lines grep passes are checked again in Python (``_wanted``), so this
+# pattern only has to select a superset; the tests check that it selects exactly the same lines.
+_LEADING_ERE = '^[[:space:]]*([{]|[0-9]+[[:space:]]+[0-9]+[[:space:]]+[[:alnum:]_])'
+
+
+def _ere_literal(token):
+    """``token`` (ASCII bytes) as an ERE matching it literally: specials in brackets (where they are plain), ``^`` escaped."""
+    return ''.join('\\^' if c == '^' else ('[%s]' % c if c in '.[]()*+?{}|$\\' else c) for c in token.decode('ascii'))
+
+
+_GREP_ERE = '|'.join([_ere_literal(t) for t in _TOKENS] + [_LEADING_ERE])
+
+
+def _wanted(line):
+    """The exact selection rule of analyze_file (bytes line without its newline)."""
+    return _relevant(line) or _LEADING.match(line) is not None
+
 
 # Lines worth a closer look contain one of these; everything else is skipped cheaply.
 _MARKERS = ('INFO', 'WARN', 'NCCL', 'Rank', 'failure', 'bandwidth', 'Watchdog')
@@ -990,7 +1117,7 @@ class _Summariser:
 
     def __init__(self, an):
         self.an = an
-        self.procs = [p for p in an.procs.values()]
+        self.procs = list(an.procs.values())
         self.ofi_name = self._ofi_name()
 
     def _ofi_name(self):
@@ -1342,36 +1469,235 @@ def analyze_text(text):
     return analyze_lines(text.splitlines())
 
 
-def analyze_file(path, chunk_size=1 << 23):
+def analyze_file(path, chunk_size=1 << 23, use_grep=True):
     """Analyse a log file in constant memory.
 
-    Same result as feeding the parser every line that holds one of ``_TOKENS`` (or matches ``_LEADING``), in order.
-    Hot path: the file is read in binary chunks cut at a newline; whole-chunk C scans (``_TOKEN_SCANS``,
-    ``_LEAD_SCAN``) find those lines without splitting the chunk, so COLL/proxy chatter never reaches Python; repeats
-    of common lines are replayed from a bounded memo (``_ChunkScanner``).
+    Same result as feeding the parser every line that holds one of ``_TOKENS`` (or matches ``_LEADING``), in order,
+    with its 1-based line number; ``lines`` is the file's line count (a last line without a newline counts).
+
+    * ``use_grep`` (default): GNU grep selects those lines and concurrent processes count the lines (``_grep_scan``);
+      Python only sees the selected lines.  Used for regular files when GNU grep is on PATH and the environment does
+      not set ``HPCNET_NCCL_NO_GREP=1``; when grep is missing or fails (exit status above 1) the pure-Python path runs.
+    * pure Python (``use_grep=False``, the reference): the file is read in ``chunk_size`` binary chunks cut at a newline;
+      whole-chunk C scans (``_TOKEN_SCANS``, ``_LEAD_SCAN``) find those lines without splitting the chunk.
+    Both paths replay repeats of common lines from a bounded memo (``_ChunkScanner``).
+
+    Raises OSError (FileNotFoundError, PermissionError, IsADirectoryError) when ``path`` cannot be opened.
     """
+    with open(path, 'rb') as fh:
+        if use_grep and os.environ.get('HPCNET_NCCL_NO_GREP', '') in ('', '0'):
+            an = _grep_scan(path, fh)
+            if an is not None:
+                return an.result()
+            fh.seek(0)
+        return _python_scan(fh, chunk_size).result()
+
+
+def _python_scan(fh, chunk_size):
     an = NcclLogAnalyzer()
     scanner = _ChunkScanner(an)
     base = 0
     rest = b''
-    with open(path, 'rb') as fh:
-        while True:
-            data = fh.read(chunk_size)
-            if not data:
-                break
-            if rest:
-                data = rest + data
-            cut = data.rfind(b'\n')
-            if cut < 0:
-                rest = data
-                continue
-            rest = data[cut + 1:]
-            base += scanner.chunk(data[:cut], base)
+    while True:
+        data = fh.read(chunk_size)
+        if not data:
+            break
+        if rest:
+            data = rest + data
+        cut = data.rfind(b'\n')
+        if cut < 0:
+            rest = data
+            continue
+        rest = data[cut + 1:]
+        base += scanner.chunk(data[:cut], base)
     if rest:
         base += 1
         an.feed_at(rest, base)
     an.lineno = base
-    return an.result()
+    return an
+
+
+_GNU_GREP = {}
+_SPLIT_MIN = 64 << 20
+_PARTITION_COLON = methodcaller('partition', b':')
+_AFTER_COLON = itemgetter(2)
+
+
+def _gnu_grep():
+    """Absolute path of grep when it is GNU grep (its ERE dialect and -a are relied on), else None.  Cached."""
+    exe = shutil.which('grep')
+    if exe is None:
+        return None
+    if exe not in _GNU_GREP:
+        try:
+            out = subprocess.run([exe, '--version'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_c_env(),
+                                 timeout=30, check=False).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = b''
+        _GNU_GREP[exe] = b'GNU grep' in out
+    return exe if _GNU_GREP[exe] else None
+
+
+def _c_env():
+    env = dict(os.environ)
+    for key in ('GREP_OPTIONS', 'GREP_COLOR', 'GREP_COLORS', 'LANG', 'LANGUAGE'):
+        env.pop(key, None)
+    env['LC_ALL'] = 'C'
+    return env
+
+
+def _last_line(fh, size):
+    """The last line of the open file ``fh`` of ``size`` bytes, which does not end with a newline."""
+    pos = size
+    parts = []
+    while pos > 0:
+        step = min(1 << 16, pos)
+        pos -= step
+        fh.seek(pos)
+        block = fh.read(step)
+        cut = block.rfind(b'\n')
+        if cut >= 0:
+            parts.append(block[cut + 1:])
+            break
+        parts.append(block)
+    return b''.join(reversed(parts))
+
+
+def _grep_scan(path, fh):
+    """analyze_file's accelerated path: GNU grep selects the lines, Python analyses them.  None: use the Python path.
+
+    ``grep -a -n -E -e _GREP_ERE`` (argv lists, LC_ALL=C, never a shell) prints each selected line as ``N:line``; its
+    output is read in binary blocks as it comes (memory stays flat) and goes through ``_ChunkScanner.take_many`` with
+    the exact rule re-applied.  Exit status 1 means "no line selected"; any other failure returns None.
+
+    * small file, or one CPU: one grep over ``path``; a concurrent ``grep -a -c ''`` counts the lines (a last line
+      without a newline counts, as in Python).
+    * file of ``_SPLIT_MIN`` bytes or more on a multi-core host, with ``head`` and ``wc`` on PATH: the scan is split at
+      a line start near the middle so that two greps run at once: ``head -c MID path | grep`` is read live, the grep of
+      the second half (stdin seeked to MID) writes to an unnamed temporary file, read after the first half (disk use:
+      the selected lines of the second half).  Its line numbers are shifted by the line count of the first half, from
+      two concurrent ``wc -l`` (whole file; second half).
+    """
+    grep = _gnu_grep()
+    if grep is None:
+        return None
+    try:
+        st = os.fstat(fh.fileno())
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None     # a pipe or device can be read only once
+    size = st.st_size
+    head = shutil.which('head')
+    wc = shutil.which('wc')
+    mid = 0
+    if size >= _SPLIT_MIN and (os.cpu_count() or 1) > 1 and head and wc:
+        fh.seek(size // 2)
+        cut = fh.readline()
+        if cut.endswith(b'\n') and size // 2 + len(cut) < size:
+            mid = size // 2 + len(cut)
+    env = _c_env()
+    argv = [grep, '-a', '-n', '-E', '-e', _GREP_ERE]
+    procs = []
+    files = []
+
+    def start(args, **kw):
+        proc = subprocess.Popen(args, stderr=subprocess.DEVNULL, env=env, **kw)
+        procs.append(proc)
+        return proc
+
+    def opened_at(offset):
+        f = open(path, 'rb', buffering=0)
+        files.append(f)
+        f.seek(offset)
+        return f
+
+    an = NcclLogAnalyzer()
+    scanner = _ChunkScanner(an)
+    try:
+        try:
+            if mid:
+                spool = tempfile.TemporaryFile()
+                files.append(spool)
+                second = start(argv, stdin=opened_at(mid), stdout=spool)
+                count_all = start([wc, '-l'], stdin=opened_at(0), stdout=subprocess.PIPE)
+                count_second = start([wc, '-l'], stdin=opened_at(mid), stdout=subprocess.PIPE)
+                part = start([head, '-c', str(mid), '--', path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+                first = start(argv, stdin=part.stdout, stdout=subprocess.PIPE)
+                part.stdout.close()
+            else:
+                count_all = start([grep, '-a', '-c', '', '--', path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+                first = start(argv + ['--', path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        except (OSError, ValueError):
+            return None
+        try:
+            import fcntl
+            fcntl.fcntl(first.stdout.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)     # fewer, larger reads (Linux); optional
+        except (ImportError, AttributeError, OSError):
+            pass
+        last = _take_grep_output(scanner, first.stdout.fileno(), 0)
+        if last is None or first.wait() not in (0, 1) or (mid and part.wait() != 0):
+            return None
+        newlines = int(count_all.communicate()[0].split()[0])
+        if mid:
+            if second.wait() not in (0, 1):
+                return None
+            before = newlines - int(count_second.communicate()[0].split()[0])    # lines of the first half
+            if count_all.returncode or count_second.returncode or before < last:
+                return None
+            spool.seek(0)
+            last = _take_grep_output(scanner, spool.fileno(), before)
+            if last is None:
+                return None
+        elif count_all.returncode not in (0, 1):      # grep -c '' exits 1 on an empty file
+            return None
+        total = newlines
+    except (ValueError, IndexError):      # output that is not "N:line" / a count
+        return None
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+            if proc.stdout is not None:
+                proc.stdout.close()
+            proc.wait()
+        for f in files:
+            f.close()
+    size = os.fstat(fh.fileno()).st_size
+    if size:
+        fh.seek(size - 1)
+        if fh.read(1) != b'\n':
+            if mid:
+                total += 1      # wc -l counts newlines; grep -c '' and Python count an unterminated last line
+            if total > last:
+                an.feed_at(_last_line(fh, size), total)     # the Python path feeds an unterminated last line unfiltered
+    an.lineno = max(total, last)
+    return an
+
+
+def _take_grep_output(scanner, fd, offset):
+    """Feed grep's ``N:line`` output read from ``fd`` to ``scanner`` (line N + ``offset``).  Returns the last number
+    (``offset`` when there was no line), or None when the output is cut short."""
+    read = os.read
+    take_many = scanner.take_many
+    rest = b''
+    last = offset
+    while True:
+        block = read(fd, 1 << 20)
+        if not block:
+            break
+        if rest:
+            block = rest + block
+        cut = block.rfind(b'\n')
+        if cut < 0:
+            rest = block
+            continue
+        rest = block[cut + 1:]
+        items = block[:cut].split(b'\n')
+        take_many(list(map(_AFTER_COLON, map(_PARTITION_COLON, items))),
+                  lambda i, items=items: int(items[i].partition(b':')[0]) + offset, True)
+        last = int(items[-1].partition(b':')[0]) + offset
+    return None if rest else last
 
 
 # ---------------------------------------------------------------- running a command (no Ansible needed)
@@ -1380,8 +1706,6 @@ def run_logged_command(argv, env, timeout, chdir=None):
 
     Returns a dict: analysis, rc, timed_out, error (a message when the command could not start).
     """
-    import os
-    import subprocess
     import threading
 
     full_env = dict(os.environ)
@@ -1454,7 +1778,6 @@ def _transport_matches(expected, got):
 
 def roce_v2_ipv4_gid_index(sysfs_root, hca, port):
     """Index of the RoCE v2 IPv4-mapped GID of ``hca`` ``port`` under ``sysfs_root`` (None when not found)."""
-    import os
     base = os.path.join(sysfs_root, 'class', 'infiniband', hca, 'ports', str(port))
     types = os.path.join(base, 'gid_attrs', 'types')
     try:

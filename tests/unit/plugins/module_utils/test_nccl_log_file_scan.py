@@ -42,11 +42,13 @@ def canon(result):
 
 
 def check(tmp_path, data, chunk_sizes=(1 << 23, 4096, 257)):
+    """The pure-Python path at every chunk size, and the grep path, give the reference result."""
     path = tmp_path / "log"
     path.write_bytes(data)
     want = canon(reference(data))
     for size in chunk_sizes:
-        assert canon(analyze_file(str(path), chunk_size=size)) == want, "chunk_size=%d" % size
+        assert canon(analyze_file(str(path), chunk_size=size, use_grep=False)) == want, "chunk_size=%d" % size
+    assert canon(analyze_file(str(path))) == want, "grep path"
 
 
 P = "gpu%02d:%d:%d [%d] NCCL INFO "
@@ -60,8 +62,8 @@ def rank_block(host, pid, dev, rank, nranks, comm, net="IB", gdr=True):
         pre + "Using network %s" % net,
         pre + "ncclCommInitRankConfig comm 0x%x rank %d nranks %d cudaDev %d nvmlDev %d busId 1000 commId 0x%x - Init START"
         % (0x100 + comm, rank, nranks, dev, dev, comm),
-        pre + "Trees [0] %d/-1/-1->%d->%d [1] -1/-1/-1->%d->%d" % ((rank + 1) % nranks, rank, (rank - 1) % nranks, rank,
-                                                                  (rank + 1) % nranks),
+        pre + "Trees [0] %d/-1/-1->%d->%d [1] -1/-1/-1->%d->%d"
+        % ((rank + 1) % nranks, rank, (rank - 1) % nranks, rank, (rank + 1) % nranks),
     ]
     for ch in range(4):
         lines.append(pre + "Channel %02d/0 : %d[%d] -> %d[%d] [send] via NET/%s/%d%s" % (ch, rank, dev, (rank + 1) % nranks, 0,
@@ -104,7 +106,9 @@ def test_fast_path_equals_reference_on_all_fixtures_concatenated_and_repeated(tm
     check(tmp_path, data * 3, chunk_sizes=(1 << 23, 1000))
 
 
-def test_repeats_interleaved_with_chains_wrappers_crlf_and_tables(tmp_path):
+def adversarial_mix():
+    """Repeated communicators interleaved with return-code chains, wrappers, CRLF, blanks, JSON, nccl-tests tables,
+    tokens inside host names and non-ASCII host names; no final newline."""
     base = many_comms(3, nranks=4, hosts=1)
     odd = [
         P % (0, 1000, 1100, 0) + "init.cc:903 -> 5",
@@ -135,8 +139,11 @@ def test_repeats_interleaved_with_chains_wrappers_crlf_and_tables(tmp_path):
             lines.append(odd[(i // 7) % len(odd)])
     ret = [P % (0, 1000, 1100, 0) + "init.cc:903 -> 5", P % (0, 1000, 1100, 0) + "init.cc:1200 -> 5"]
     chains = ret + [base[6]] + ret + [base[7]] + ret   # a repeat must end a return-code chain like any other INFO line
-    data = ("\n".join(lines + base + odd * 6 + chains + base)).encode("utf-8")   # no final newline
-    check(tmp_path, data)
+    return ("\n".join(lines + base + odd * 6 + chains + base)).encode("utf-8")   # no final newline
+
+
+def test_repeats_interleaved_with_chains_wrappers_crlf_and_tables(tmp_path):
+    check(tmp_path, adversarial_mix())
 
 
 def test_every_token_is_found_by_the_chunk_scans():
