@@ -63,8 +63,8 @@ molecule: venv image ## Molecule scenarios in Docker containers of simulated Con
 	$(BIN)/molecule test --all
 
 bench: venv ## Benchmarks: NCCL log analyser throughput/RSS, rdma_facts read time
-	$(PY) tests/bench/bench_nccl_log.py
 	$(PY) tests/bench/bench_rdma_facts.py
+	$(PY) tests/bench/bench_nccl_log.py
 
 build: venv ## Build the Galaxy artifact
 	$(BIN)/ansible-galaxy collection build --force --output-path build/
