@@ -517,6 +517,7 @@ class NcclLogAnalyzer:
         self.evidence = {}
         self.lines_seen = 0
         self.nccl_lines = 0
+        self.parse_errors = 0
 
     # ------------------------------------------------------------ input
     def feed_lines(self, lines):
@@ -525,15 +526,15 @@ class NcclLogAnalyzer:
         return self
 
     def feed(self, line):
-        """Analyse one line (str or bytes, with or without its newline)."""
+        """Analyse the next line (str or bytes, with or without its newline).
+
+        Lines that no rule can use (the selection rule of analyze_file, ``_wanted``) are only counted, so a log gives
+        the same result whether it comes as a file, a string or a command's output.
+        """
         self.lineno += 1
-        if isinstance(line, bytes):
-            line = line.decode('utf-8', 'replace')
-        try:
-            self._feed(line, self.lineno)
-        except Exception:  # pylint: disable=broad-except
-            # A malformed line must never stop the analysis of the rest of the log.
-            pass
+        raw = line if isinstance(line, bytes) else line.encode('utf-8', 'replace')
+        if _wanted(raw.rstrip(b'\r\n')):
+            self.feed_at(raw, self.lineno)
 
     def feed_at(self, line, lineno):
         """Analyse one line whose 1-based line number the caller knows (used by analyze_file)."""
@@ -542,7 +543,8 @@ class NcclLogAnalyzer:
         try:
             self._feed(line, lineno)
         except Exception:  # pylint: disable=broad-except
-            pass
+            # A malformed line must never stop the analysis of the rest of the log; the fuzz tests keep this at 0.
+            self.parse_errors += 1
 
     def _feed(self, line, lineno):
         if not line:

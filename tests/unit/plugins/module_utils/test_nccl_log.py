@@ -375,3 +375,8 @@ def test_feed_accepts_bytes_and_counts_lines():
 def test_empty_log_has_no_evidence():
     r = analyze_text("")
     assert r["net_transport"] is None and r["gdr"] is None and r["multi_node"] is None and r["errors"] == []
+
+
+@pytest.mark.parametrize("log", FIXTURES, ids=[f.stem for f in FIXTURES])
+def test_string_and_file_input_give_the_same_analysis(log):
+    assert analyze_text(log.read_bytes()) == analyze_file(str(log))
