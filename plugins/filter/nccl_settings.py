@@ -10,6 +10,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import natural_key
+
 FABRICS = ("auto", "infiniband", "roce")
 _LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
 _NCCL_NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
@@ -35,13 +37,8 @@ def _conf_value(name, value):
     return value.strip()
 
 
-def _natural_key(name):
-    """Sort mlx5_2 before mlx5_10."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
-
-
 def _iter_ports(rdma):
-    for device in sorted(rdma.get("devices") or {}, key=_natural_key):
+    for device in sorted(rdma.get("devices") or {}, key=natural_key):
         ports = rdma["devices"][device].get("ports") or {}
         for number in sorted(ports, key=int):
             yield device, int(number), ports[number]
@@ -88,11 +85,12 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
                                  "optionally starting with ^ (exclude) or = (exact), e.g. eth0, =bond0 or ^docker,lo" % (socket_ifname,))
     if traffic_class is not None and traffic_class != "":
         try:
-            traffic_class = int(traffic_class)
+            value = int(traffic_class)
         except (TypeError, ValueError):
-            traffic_class = -1
-        if not 0 <= traffic_class <= 255:
+            value = -1
+        if isinstance(traffic_class, bool) or not 0 <= value <= 255:
             raise AnsibleFilterError("nccl_ib_traffic_class must be an integer 0-255 (the ToS byte, DSCP << 2); got %r" % (traffic_class,))
+        traffic_class = value
     else:
         traffic_class = None
     extra = {name: _conf_value(name, value) for name, value in dict(extra or {}).items()}
@@ -126,7 +124,7 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
         if len(indexes) > 1:
             raise AnsibleFilterError(
                 "NCCL_IB_GID_INDEX takes one GID index for every HCA, but the RoCE v2 IPv4 GID sits at different indexes: %s. "
-                "Give the ports the same GID layout (same address family on every netdev), or limit the ports with nccl_fabric/NCCL_IB_HCA."
+                "Give the ports the same GID layout (the same IPv4/IPv6 addresses configured on every RoCE netdev)."
                 % ", ".join("%s:%d=%d" % (p["device"], p["port"], p["gid_index"]) for p in ports))
         settings["NCCL_IB_GID_INDEX"] = indexes[0]
     if ports and traffic_class is not None:

@@ -32,7 +32,7 @@ import tempfile
 from collections import Counter
 from operator import itemgetter, methodcaller
 
-NULL = None
+from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import RdmaSysfs, SysfsError, select_roce_v2_ipv4_gid_index
 
 RETURN_CODES = {
     0: "ncclSuccess", 1: "ncclUnhandledCudaError", 2: "ncclSystemError", 3: "ncclInternalError",
@@ -422,7 +422,6 @@ _LOADER_ERAS = (
     (re.compile(r'^NET/Plugin : dlerror='), ((2, 19), (2, 20))),
 )
 
-_SOCKET_NAMES = ('Socket',)
 _LOOPBACK_IFACES = ('lo',)
 
 
@@ -1779,24 +1778,17 @@ def _transport_matches(expected, got):
 
 
 def roce_v2_ipv4_gid_index(sysfs_root, hca, port):
-    """Index of the RoCE v2 IPv4-mapped GID of ``hca`` ``port`` under ``sysfs_root`` (None when not found)."""
-    base = os.path.join(sysfs_root, 'class', 'infiniband', hca, 'ports', str(port))
-    types = os.path.join(base, 'gid_attrs', 'types')
+    """Index of the RoCE v2 IPv4-mapped GID of ``hca`` ``port`` under ``sysfs_root`` (None when not found).
+
+    Read with the same sysfs reader and selection rule as rdma_facts (``roce_v2_ipv4_gid_index``), so a hint quotes
+    exactly what nccl.conf would get.
+    """
+    pdir = os.path.join(sysfs_root, 'class', 'infiniband', hca, 'ports', str(port))
     try:
-        names = sorted(os.listdir(types), key=lambda x: int(x) if x.isdigit() else 1 << 30)
-    except OSError:
+        gids = RdmaSysfs(sysfs_root).read_gids(pdir)
+    except SysfsError:
         return None
-    for idx in names:
-        try:
-            with open(os.path.join(types, idx)) as fh:
-                kind = fh.read().strip()
-            with open(os.path.join(base, 'gids', idx)) as fh:
-                gid = fh.read().strip()
-        except (OSError, IOError):
-            continue
-        if 'v2' in kind and gid.startswith('0000:0000:0000:0000:0000:ffff:'):
-            return int(idx)
-    return None
+    return select_roce_v2_ipv4_gid_index(gids)
 
 
 def _gid_hints(result, sysfs_root):

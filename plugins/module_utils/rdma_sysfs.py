@@ -156,8 +156,11 @@ def parse_gid(text, path):
 
 
 def gid_ipv4(gid):
-    """Return the dotted IPv4 of an IPv4-mapped GID (``::ffff:a.b.c.d``), else ``None``."""
-    mapped = ipaddress.IPv6Address(gid).ipv4_mapped
+    """Return the dotted IPv4 of an IPv4-mapped GID (``::ffff:a.b.c.d``, any IPv6 text form), else ``None``."""
+    try:
+        mapped = ipaddress.IPv6Address(gid).ipv4_mapped
+    except (ValueError, AttributeError):
+        return None
     return str(mapped) if mapped is not None else None
 
 

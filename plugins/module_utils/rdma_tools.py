@@ -15,6 +15,8 @@ from __future__ import absolute_import, division, print_function
 import ipaddress
 import re
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import gid_ipv4
+
 __metaclass__ = type
 
 NOISE_RE = re.compile(r"^\s*(ibwarn|ibpanic|iberror|ibdebug):\s*(.*)$")
@@ -37,15 +39,6 @@ def normalize_gid(text):
     except (ValueError, AttributeError):
         return None
     return ":".join("%02x%02x" % (packed[i], packed[i + 1]) for i in range(0, 16, 2))
-
-
-def gid_ipv4(gid):
-    """The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d), else None."""
-    try:
-        addr = ipaddress.IPv6Address(gid)
-    except (ValueError, AttributeError):
-        return None
-    return str(addr.ipv4_mapped) if addr.ipv4_mapped else None
 
 
 def _gid_type(text):

@@ -260,12 +260,9 @@ def test_roce_v2_ipv4_gid_index_follows_the_profile(trees):
 def test_ofed_info_only_answers_on_ofed_stacks(trees):
     mixed = run_tool(trees[("mixed_ib_roce_down", 0)][0], "ofed_info", "-s")
     assert mixed.returncode == 0 and mixed.stdout == "MLNX_OFED_LINUX-24.10-1.1.4.0:\n"
-    try:
-        from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_stack import parse_ofed_info_s
-    except ImportError:  # owned by another change; the format check above still applies
-        parse_ofed_info_s = None
-    if parse_ofed_info_s:
-        assert parse_ofed_info_s(mixed.stdout) == {"provider": "mlnx_ofed", "version": "24.10-1.1.4.0"}
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_stack import parse_ofed_info_s
+
+    assert parse_ofed_info_s(mixed.stdout) == {"provider": "mlnx_ofed", "version": "24.10-1.1.4.0"}
     inbox = run_tool(trees[("cx7_ib_ndr_8x", 0)][0], "ofed_info", "-s")
     assert inbox.returncode != 0 and inbox.stdout == ""
 

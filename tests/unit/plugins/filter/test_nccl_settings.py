@@ -81,7 +81,7 @@ def test_traffic_class_is_written_only_when_set():
 
 @pytest.mark.parametrize("value", [256, -1, "high"])
 def test_bad_traffic_class_names_the_field_and_range(value):
-    with pytest.raises(AnsibleFilterError, match=r"nccl_ib_traffic_class must be an integer 0-255"):
+    with pytest.raises(AnsibleFilterError, match=r"nccl_ib_traffic_class must be an integer 0-255 .*; got %r$" % (value,)):
         nccl_settings(IB_12, "infiniband", "eth0", traffic_class=value)
 
 

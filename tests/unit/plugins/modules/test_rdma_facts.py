@@ -196,9 +196,7 @@ def test_documentation_lists_every_port_key():
 
 
 def test_module_on_a_simulated_mixed_host(tmp_path, commands):
-    simhost_dir = Path(__file__).resolve().parents[3] / "simhost"
-    sys.path.insert(0, str(simhost_dir))
-    simhost = pytest.importorskip("simhost")
+    import simhost  # tests/simhost, on sys.path via tests/unit/conftest.py
     simhost.build_tree(simhost.load("mixed_ib_roce_down"), tmp_path / "sys", host_index=2)
     commands["tools"] = {"ofed_info": (0, "MLNX_OFED_LINUX-24.10-1.1.4.0:\n")}
     kind, result = run_module({"sysfs_root": str(tmp_path / "sys"), "_ansible_check_mode": True})
