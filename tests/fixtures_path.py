@@ -14,3 +14,13 @@ def shared_fixtures() -> Path:
     if override:
         return Path(override)
     return REPO_ROOT.parent / "shared" / "fixtures"
+
+
+# Real NCCL_DEBUG=INFO excerpts kept in this repository (public issue threads; see its SOURCES.md), in addition to
+# the shared ones.
+FIELD_NCCL_LOGS = REPO_ROOT / "tests" / "unit" / "plugins" / "module_utils" / "fixtures" / "nccl-field"
+
+
+def nccl_log_fixtures() -> list:
+    """Every real NCCL log with an ``.expected.json`` beside it: ``shared/fixtures/nccl-logs`` then ``nccl-field``."""
+    return sorted((shared_fixtures() / "nccl-logs").glob("*.log")) + sorted(FIELD_NCCL_LOGS.glob("*.log"))

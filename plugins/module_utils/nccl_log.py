@@ -65,8 +65,14 @@ MAX_ERRORS = 200
 MAX_BUSBW_ROWS = 1000
 
 # ---------------------------------------------------------------- regexes
-_PREFIX = re.compile(r'(?<![\w.\-])([A-Za-z0-9_][\w.\-]*):(\d+):(\d+) \[(-?\d+)\] ')
+# "host:pid:tid [cudaDev] ": the host part may come truncated ("...-48") from a pasted or clipped log.
+_PREFIX = re.compile(r'(?<![\w.\-])([\w.\-]*[A-Za-z0-9_][\w.\-]*):(\d+):(\d+) \[(-?\d+)\] ')
 _TIMESTAMP = re.compile(r'^\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] ')
+# A log viewer's column of ISO timestamps (CloudWatch console copy: "  | 2025-05-16T16:39:51.208-07:00 | line", the
+# separator sometimes lost), stripped before the line is read.
+_ISO_COLUMN = re.compile(r'^\|?\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?:\s*\|\s*|\s+|(?=\S))')
+# Markdown autolinks a code host adds to a pasted log: "[net_ib.cc:1909](http://net_ib.cc:1909/)" -> "net_ib.cc:1909".
+_AUTOLINK = re.compile(r'\[([^\[\]\s]+)\]\((?:https?://)?[^()\s]*\)')
 _WRAP_MPI = re.compile(r'^\[(\d+),(\d+)\]<(?:stdout|stderr)>:')
 _WRAP_SLURM = re.compile(r'^(\d+): ')
 _WRAP_TAG = re.compile(r'^\[([\w.\-]+)\]: ?')
@@ -78,7 +84,8 @@ _VERSION = re.compile(r'NCCL version (\d+\.\d+\.\d+)')
 _HOP = re.compile(r'^(?:Ring|Channel) (\d+)(?:/(\d+))? : (\d+)(?:\[[0-9a-fA-Fx]+\])? -> (\d+)(?:\[[0-9a-fA-Fx]+\])?'
                   r'(?: \[(send|receive)\])? via (.+?)\s*$')
 _COLLNET_HOP = re.compile(r'^(?:CollNet|Coll) (\d+)(?:/\d+)? : (\d+) \[(send|receive)\] via (.+?)\s*$')
-_NET_VIA = re.compile(r'^(?:NET|COLLNET)/(.+?)/(\d+)((?:/\S+)*)$')
+# "NET/<name>/<dev>[(<proxy rank>)][/GDRDMA][/Shared]": the "(N)" is the PXN proxy rank (2.12+).
+_NET_VIA = re.compile(r'^(?:NET|COLLNET)/(.+?)/(\d+)(?:\((\d+)\))?((?:/\S+)*)$')
 _RING_LIST = re.compile(r'^(?:Channel|Ring) \d+(?:/\d+)? :((?:\s+\d+)+)\s*$')
 _TREES = re.compile(r'\[\d+\] ([-\d/]+)->(\d+)->(-?\d+)')
 _IB_DEV = re.compile(r'\[(\d+)\]\s?([\w.\-+]+):(\d+)/(IB|RoCE)')
@@ -90,7 +97,16 @@ _ASSIGNED = re.compile(r'^Assigned NET plugin (.+?) to comm')
 _RET = re.compile(r'^([\w./\-+]+\.(?:cc|cu|cpp|c|h|hpp)):(\d+) -> (\d+)(?: \[[^\]]*\])?\s*$')
 _RANK_NRANKS = re.compile(r'\brank (\d+) nranks (\d+)\b')
 _CHANNEL_SUMMARY = re.compile(r'(\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?')
-_GID_TRACE = re.compile(r'^NET/IB ?: Dev (\d+) Port (\d+) qpn (\d+) mtu (\d+) (?:query_ece=\S+ )?GID (\d+) \(([0-9A-Fa-f]+)/([0-9A-Fa-f]+)\)')
+# QP connect trace: "NET/IB: Dev 0 Port 1 qpn 58 mtu 3 GID 3 (0/..)" (2.1x) and
+# "NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1047 mtu 5 query_ece={...} GID 0 (80FE/..)" (2.20+); "Dev" is NCCL's device index.
+_GID_TRACE = re.compile(r'^NET/IB ?: (?:NCCL (?:Merged)?Dev|Dev) (\d+) (?:IbDev \d+ )?Port (\d+) qpn (\d+) mtu (\d+) '
+                        r'(?:query_ece=(?:\{[^}]*\}|\S+) )?GID (\d+) \(([0-9A-Fa-f]+)/([0-9A-Fa-f]+)\)')
+# libibverbs could not be loaded (misc/ibvwrap.cc; WARN up to 2.18, INFO from 2.19), or the built-in IB transport failed to
+# initialise (2.27+): NCCL cannot use IB on this process.
+_IB_UNAVAILABLE = re.compile(r'^(?:Failed to open libibverbs\.so|Failed to initialize NET plugin IB\b)')
+# A data-path failure reported by NCCL's own verbs transport (transport/net_ib.cc, .cu, or transport/net_ib/*.cc).
+_IB_DATAPATH_WARN = re.compile(r'^transport/net_ib(?:\.\w+|/[\w.]+):\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/IB ?: (?:\S+ )?'
+                               r'(?:Got completion|ncclIbTest: Got CQE)')
 _GDR_DISABLED = re.compile(r'^NET/(\w+) ?: GPU Direct RDMA Disabled for HCA (\d+) \'([^\']*)\'')
 _GDR_ENABLED = re.compile(r'^NET/(\w+) ?: GPU Direct RDMA Enabled for HCA (\d+) \'([^\']*)\'')
 _PLUGIN_LOADED = re.compile(r'^NET/Plugin ?: Loaded (net|coll|collnet) plugin (.+?)(?: \((v\d+)\))?\s*$')
@@ -104,7 +120,7 @@ _TESTS_ROW = re.compile(r'^\s*(\d+)\s+(\d+)\s+(\w+)\s+(.*)$')
 _TESTS_FAIL = re.compile(r'(Test (?:NCCL|CUDA) failure .*|Test failure \S+)$')
 _WATCHDOG = re.compile(r'(\[Rank \d+\] Watchdog caught collective operation timeout.*)$')
 _TORCH_NCCL_ERR = re.compile(r'((?:torch\.distributed\.)?(?:DistBackendError|RuntimeError): NCCL error.*|NCCL error in: .*)$')
-_WC_STATUS = re.compile(r'(?:with (?:error|status)[ =]|status=)(\d+)')
+_WC_STATUS = re.compile(r'(?:with (?:error|status)[ =]|status=)(?:IBV_WC_\w+\()?(\d+)')
 _NVLS_COMM = re.compile(r'^NVLS comm 0x[0-9a-f]+ headRank')
 
 # analyze_file's line filter: a line reaches the Python parser only when it holds one of these tokens (or when
@@ -112,7 +128,7 @@ _NVLS_COMM = re.compile(r'^NVLS comm 0x[0-9a-f]+ headRank')
 # coverage test of the chunk scans (_TOKEN_SCANS) all derive from it.
 _TOKENS = (b'NET/', b'via ', b'-> ', b'WARN', b'Using', b'#', b'NCCL_', b'version', b'lugin', b'nranks ', b'channels',
            b'NVLS', b'ollNet', b'Trees', b'Channel ', b'Ring ', b'failure', b'Watchdog', b'NCCL error', b'NIC distance',
-           b'Bootstrap', b'Init COMPLETE')
+           b'Bootstrap', b'Init COMPLETE', b'libibverbs')
 
 
 _TOKEN_SEARCH = re.compile(b'|'.join(re.escape(t) for t in _TOKENS)).search
@@ -140,6 +156,7 @@ _TOKEN_SCANS = tuple((anchor, literal, re.compile(rx)) for anchor, literal, rx i
     (b'T', b'Trees', rb'Trees[^\n]*'),
     (None, b'Ring ', rb'Ring [^\n]*'),
     (None, b'failure', rb'failure[^\n]*'),
+    (None, b'libibverbs', rb'libibverbs[^\n]*'),
     (b'B', b'Bootstrap', rb'Bootstrap[^\n]*'),
     (b'M', b'Init COMPLETE', rb'Init COMPLETE[^\n]*'),
 ))
@@ -372,7 +389,7 @@ class _ChunkScanner:
         an.feed_at(line, lineno)
 
     def _remember(self, key, line):
-        if not line.isascii():
+        if not line.isascii() or b'](' in line:     # autolinks are rewritten before parsing: never replay them
             return
         ms = _STRICT.match(line)
         if ms is None:
@@ -453,7 +470,7 @@ class _Proc:
                  'socket_init_line', 'bootstrap', 'ofi', 'ofi_provider', 'plugin_loaded', 'p2p_plugin', 'plugin_path',
                  'collnet_plugin', 'nvls', 'nvls_line', 'collnet', 'own_ranks', 'net_peers', 'nranks', 'env',
                  'ifaces', 'eras', 'gids', 'chain', 'tree_internode', 'loopback_bootstrap', 'socket_ifaces',
-                 'internal_plugin')
+                 'internal_plugin', 'ib_datapath_line')
 
     def __init__(self, key, host, pid):
         self.key = key
@@ -495,6 +512,7 @@ class _Proc:
         self.loopback_bootstrap = False
         self.socket_ifaces = []
         self.internal_plugin = False
+        self.ib_datapath_line = None
 
 
 class NcclLogAnalyzer:
@@ -517,6 +535,7 @@ class NcclLogAnalyzer:
         self.lines_seen = 0
         self.nccl_lines = 0
         self.parse_errors = 0
+        self._linked = None
 
     # ------------------------------------------------------------ input
     def feed_lines(self, lines):
@@ -574,6 +593,19 @@ class NcclLogAnalyzer:
         s = line.strip()
         if s.startswith('> '):
             s = s[2:]
+        self._linked = None
+        if '](' in s:
+            linked = s
+            s = _AUTOLINK.sub(r'\1', s)
+            if s != linked:
+                self._linked = (linked, s)
+        if s[:1] == '|' or s[:1].isdigit():
+            m = _ISO_COLUMN.match(s)
+            if m:
+                s = s[m.end():]
+                head, sep, tail = s.partition(' | ')
+                if sep and tail.strip() == head.strip():     # the viewer repeats the message after the column
+                    s = head
         m = _TIMESTAMP.match(s)
         if m:
             s = s[m.end():]
@@ -609,7 +641,12 @@ class NcclLogAnalyzer:
             mw = _WARN_HEAD.match(rest)
             if mw:
                 self.nccl_lines += 1
-                self._warn(proc, rest, mw.group(2), lineno)
+                self._warn(proc, rest, mw.group(2), lineno, self._as_printed(rest))
+                return
+            idx = rest.find('NCCL WARN ')
+            if idx >= 0:        # a source location _WARN_HEAD does not know, e.g. "[Rank 3] file.cc:12 NCCL WARN ..."
+                self.nccl_lines += 1
+                self._warn(proc, rest, rest[idx + 10:], lineno, self._as_printed(rest))
                 return
             self._other(proc, rest, lineno, tag)
             return
@@ -622,14 +659,22 @@ class NcclLogAnalyzer:
         mw = _WARN_HEAD.match(rest)
         if mw and 'WARN' in rest:
             self.nccl_lines += 1
-            self._warn(self._tag_proc(tag), rest, mw.group(2), lineno)
+            self._warn(self._tag_proc(tag), rest, mw.group(2), lineno, self._as_printed(rest))
             return
         idx = rest.find('NCCL WARN ')
         if idx >= 0:
             self.nccl_lines += 1
-            self._warn(self._tag_proc(tag), rest[idx:], rest[idx + 10:], lineno)
+            self._warn(self._tag_proc(tag), rest[idx:], rest[idx + 10:], lineno, self._as_printed(rest[idx:]))
             return
         self._other(None, rest, lineno, tag)
+
+    def _as_printed(self, tail):
+        """``tail`` (the end of the current line as read, autolinks removed) as the log shows it, for quoting."""
+        if self._linked is None:
+            return tail
+        linked, clean = self._linked
+        head = clean[:len(clean) - len(tail)]
+        return linked[len(head):] if clean.endswith(tail) and linked.startswith(head) else tail
 
     def _tag_proc(self, tag):
         key = 'tag:' + tag if tag else '-'
@@ -692,6 +737,9 @@ class NcclLogAnalyzer:
             if mv:
                 self._version(proc, mv.group(1), lineno)
                 return
+        if c0 == 'F' and _IB_UNAVAILABLE.match(msg):
+            self._ib_unavailable(proc, lineno, raw)
+            return
         if c0 == 'N':
             if msg.startswith('NET/'):
                 self._net(proc, msg, lineno, raw)
@@ -863,7 +911,7 @@ class NcclLogAnalyzer:
             if proc.hop_line is None:
                 proc.hop_line = lineno
                 self._evidence('hop', lineno, msg)
-            if 'GDRDMA' in mn.group(3):
+            if 'GDRDMA' in mn.group(4):
                 if proc.gdr_true is None:
                     proc.gdr_true = lineno
                     self._evidence('gdr', lineno, msg)
@@ -911,15 +959,27 @@ class NcclLogAnalyzer:
         text = '%s ... %s' % (ch[0], ch[1])
         self._add_error(text, 'return code', ch[4], proc, meaning='%s (%d) returned up the call stack' % (name, ch[2]))
 
-    def _warn(self, proc, text, msg, lineno):
+    def _ib_unavailable(self, proc, lineno, raw):
+        proc.ib_probe_line = proc.ib_probe_line or lineno
+        self._evidence('ib_probe', lineno, raw)
+
+    def _warn(self, proc, text, msg, lineno, shown=None):
+        """A WARN line: ``text`` from its source location on, ``msg`` after "WARN", ``shown`` the text as the log prints
+        it (it differs when autolinks were removed): that one is quoted in ``errors``."""
         if proc is not None and proc.chain is not None:
             self._flush_chain(proc)
         text = text.strip()
+        if proc is not None:
+            if _IB_UNAVAILABLE.match(msg):
+                self._ib_unavailable(proc, lineno, text)
+            elif proc.ib_datapath_line is None and _IB_DATAPATH_WARN.match(text):
+                proc.ib_datapath_line = lineno
+                self._evidence('ib_datapath', lineno, text)
         category, meaning = classify_error(text)
         if category == 'duplicate GPU' and proc is not None:
             for r in re.findall(r'rank (\d+)', text):
                 proc.own_ranks.add(int(r))
-        self._add_error(text, category, lineno, proc, meaning=meaning)
+        self._add_error((shown or text).strip(), category, lineno, proc, meaning=meaning)
 
     def _version(self, proc, version, lineno):
         entry = self.versions.get(version)
@@ -1045,9 +1105,15 @@ def _table_row(columns, fields):
 def classify_error(text):
     """Return (category, meaning) for a WARN / error line."""
     low = text.lower()
+    if low.startswith('ras/') or ' ras/' in low or low.startswith('ras '):
+        return 'RAS', ("NCCL's RAS monitoring service (2.24+) failed; it does not carry collective traffic - a bind failure "
+                       "usually means another job on the host already uses the RAS port (NCCL_RAS_ADDR)")
+    if 'libibverbs' in low:
+        return 'device', ('libibverbs could not be loaded: NCCL cannot use InfiniBand/RoCE and falls back to sockets - install '
+                          'the rdma-core user space (libibverbs / rdma-core, or DOCA-OFED / MLNX_OFED)')
     if 'duplicate gpu' in low:
         return 'duplicate GPU', 'two ranks of one communicator use the same GPU: check CUDA_VISIBLE_DEVICES / local rank mapping'
-    if 'completion' in low:
+    if 'completion' in low or 'got cqe' in low:
         m = _WC_STATUS.search(text)
         if m:
             status = int(m.group(1))
@@ -1068,6 +1134,9 @@ def classify_error(text):
         return 'bootstrap', 'out-of-band TCP connection between ranks failed: check NCCL_SOCKET_IFNAME, firewalls and routes'
     if 'timeout' in low or 'timed out' in low or 'watchdog' in low:
         return 'timeout', 'an operation timed out'
+    if 'real path' in low:
+        return 'device', ('NCCL could not resolve the PCI path of the RDMA device (usual for soft-RoCE rxe and other virtual '
+                          'devices): topology detection treats it as remote')
     if 'ibv_' in low or 'net/ib' in low or 'no device' in low or 'mlx5' in low or 'device' in low:
         return 'device', 'an RDMA device call failed'
     if 'nvml' in low or 'cuda' in low:
@@ -1144,6 +1213,9 @@ class _Summariser:
         if p.ib_devices:
             if p.p2p_plugin:
                 return transport_label(p.p2p_plugin)
+            return 'IB'
+        if p.ib_datapath_line is not None:
+            # Only NCCL's own verbs transport (transport/net_ib*) prints this completion WARN: it carried data.
             return 'IB'
         if p.socket_init_line is not None:
             vt = _vtuple(version) if version else None

@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Tests for the NCCL_DEBUG=INFO analyser (plugins/module_utils/nccl_log.py).
 
-Fixture comparison rules (every ``*.expected.json`` under ``shared/fixtures/nccl-logs``):
+Fixture comparison rules (every ``*.expected.json`` under ``shared/fixtures/nccl-logs`` and ``fixtures/nccl-field``):
 
 * every public key of the issue whose expected value is not null must agree;
 * ``ib_devices`` is compared exactly (name, port, link layer, NCCL's order);
@@ -24,10 +24,9 @@ import pytest
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import (
     NcclLogAnalyzer, analyze_file, analyze_text, gid_kind, transport_label)
-from fixtures_path import shared_fixtures
+from fixtures_path import nccl_log_fixtures
 
-LOG_DIR = shared_fixtures() / "nccl-logs"
-FIXTURES = sorted(LOG_DIR.glob("*.log"))
+FIXTURES = nccl_log_fixtures()
 PUBLIC_KEYS = ("nccl_version", "net_transport", "ib_devices", "gdr", "collnet", "nvls", "intra_node", "multi_node",
                "fallback_to_socket", "errors")
 
@@ -346,6 +345,100 @@ def test_link_local_gid_is_recognised():
     assert r["gid"][0]["kind"] == "link-local"
     assert r["gid"][0]["hca"] == "mlx5_0"
     assert gid_kind("0", "0101000AFFFF0000") == "ipv4-mapped"
+
+
+def test_gid_trace_of_2_20_names_nccl_dev_and_ib_dev():
+    r = analyze_text("\n".join([
+        "node01:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE ; OOB eth0:10.0.0.1<0>",
+        "node01:1:9 [0] NCCL INFO NET/IB: NCCL Dev 1 IbDev 1 Port 1 qpn 1047 mtu 5 query_ece={supported=1, vendor_id=0x15b3, "
+        "options=0x0, comp_mask=0x0} GID 0 (80FE/1A8A41FEFF21A75E) fifoRkey=0x15e6c5 fifoLkey=0x15e6c5",
+    ]))
+    assert [(g["hca"], g["port"], g["gid_index"], g["kind"]) for g in r["gid"]] == [("mlx5_1", 1, 0, "link-local")]
+
+
+def test_pxn_proxy_rank_in_net_hop_is_a_net_hop():
+    r = analyze_text("\n".join([
+        "gpu36:20776:20833 [1] NCCL INFO Channel 00/0 : 3[1] -> 4[0] [send] via NET/IBext_v8/5(2)/GDRDMA",
+        "gpu36:20776:20833 [1] NCCL INFO Channel 00/0 : 2[0] -> 3[1] via P2P/CUMEM/read",
+    ]))
+    assert r["net_transport"] == "plugin:IBext_v8"
+    assert r["gdr"] is True
+    assert r["intra_node"] == ["P2P/CUMEM/read"]
+
+
+@pytest.mark.parametrize("probe", [
+    "node01:7:7 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",   # 2.10: a WARN
+    "node01:7:9 [0] NCCL INFO Failed to open libibverbs.so[.1]",                        # 2.19+: an INFO line
+    "node01:7:7 [0] NCCL INFO Failed to initialize NET plugin IB",                       # 2.27+
+])
+def test_ib_unavailable_then_socket_is_a_fallback(probe):
+    r = analyze_text(probe + "\nnode01:7:9 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+                             "node01:7:9 [0] NCCL INFO Using network Socket\n")
+    assert r["net_transport"] == "Socket"
+    assert r["fallback_to_socket"] is True
+
+
+def test_libibverbs_warn_is_classified_with_its_fix():
+    r = analyze_text("node01:7:7 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n")
+    assert r["errors"][0]["category"] == "device"
+    assert "rdma-core" in r["errors"][0]["meaning"]
+
+
+def test_markdown_autolinks_of_a_pasted_log_are_read_through_and_quoted_as_pasted():
+    warn = ("transport/[net_ib.cc:1909](http://net_ib.cc:1909/) NCCL WARN NET/IB : Got completion from peer "
+            "[10.1.3.201](http://10.1.3.201/)<33057> with status=9 opcode=0 len=0 vendor err 138 (Send)")
+    r = analyze_text("\n".join([
+        "node01:25:98 [3] " + warn,
+        "node01:25:98 [3] NCCL INFO [net.cc:1137](http://net.cc:1137/) -> 6",
+        "node01:25:98 [3] NCCL INFO [proxy.cc:698](http://proxy.cc:698/) -> 6",
+    ]))
+    warns = [e for e in r["errors"] if " WARN " in e["text"]]
+    assert [e["text"] for e in warns] == [warn]
+    assert warns[0]["category"] == "completion" and "IBV_WC_REM_INV_REQ_ERR" in warns[0]["meaning"]
+    assert any(e["text"] == "net.cc:1137 -> 6 ... proxy.cc:698 -> 6" for e in r["errors"])
+    assert r["net_transport"] == "IB"       # only NCCL's own verbs transport prints that completion WARN
+
+
+def test_completion_warn_of_an_external_plugin_is_not_builtin_ib():
+    r = analyze_text("node01:1:9 [0] ib_plugin.c:900 NCCL WARN NET/IB : Got completion with error 12, opcode 0\n")
+    assert r["net_transport"] is None
+
+
+def test_ibv_wc_status_name_of_2_30_is_decoded():
+    r = analyze_text("[2026-09-09 10:46:33] ubuntu2:319733:319761 [1] transport/net_ib/p2p.cc:648 NCCL WARN NET/IB: Got "
+                     "completion from peer 10.0.0.3<52743> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_RDMA_WRITE(1) "
+                     "vendor_err=129\n"
+                     "[2026-09-09 10:46:33] ubuntu2:319733:319761 [1] transport/net_ib/p2p.cc:783 NCCL WARN NET/IB: "
+                     "ncclIbTest: Got CQE with error (devIndex=0, req=0x7fccfc04e028, wr_id=0, qp_num=26257)\n")
+    assert [e["category"] for e in r["errors"]] == ["completion", "completion"]
+    assert "RETRY_EXC" in r["errors"][0]["meaning"]
+    assert r["per_host"]["ubuntu2:319733"]["net_transport"] == "IB"
+
+
+def test_ras_warn_is_not_a_bootstrap_failure():
+    r = analyze_text("ubuntu2:321049:321049 [0] ras/client_support.cc:181 NCCL WARN Call to bind failed: Address already in use\n")
+    assert r["errors"][0]["category"] == "RAS"
+
+
+def test_truncated_host_names_still_group_by_process():
+    r = analyze_text("...-48:34050:34121 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error\n"
+                     "...-48:34052:34141 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error\n")
+    assert sorted(r["per_host"]) == ["...-48:34050", "...-48:34052"]
+    assert r["errors"][0]["text"] == "transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error"
+    assert r["errors"][0]["count"] == 2
+
+
+def test_cloudwatch_console_column_and_repeated_message_are_dropped():
+    r = analyze_text("\n".join([
+        "  | 2025-05-16T16:39:51.208-07:00 | ip-10-36-29-253:79:79 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0",
+        "  | 2025-05-16T16:39:51.208-07:00ip-10-36-29-253:79:79 [0] NCCL INFO Bootstrap : Using eth0:10.36.29.253<0> | "
+        "ip-10-36-29-253:79:79 [0] NCCL INFO Bootstrap : Using eth0:10.36.29.253<0>",
+        "  | 2025-05-16T16:39:51.208-07:00 | NCCL version 2.21.5+cuda12.8",
+    ]))
+    assert r["hosts"] == ["ip-10-36-29-253"]
+    assert r["machines"] == 1
+    assert r["nccl_version"] == "2.21.5"
+    assert r["env"] == {"NCCL_SOCKET_IFNAME": "eth0"}
 
 
 def test_nccl_tests_result_table_is_kept():

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from ansible_collections.hpcnet.rdma.plugins.module_utils import nccl_log
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import (
     NcclLogAnalyzer, _LEADING, _TOKENS, _relevant, analyze_file)
-from fixtures_path import shared_fixtures
+from fixtures_path import nccl_log_fixtures
 
-FIXTURES = sorted((shared_fixtures() / "nccl-logs").glob("*.log"))
+FIXTURES = nccl_log_fixtures()
 
 
 def reference(data):

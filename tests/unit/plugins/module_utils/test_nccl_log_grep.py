@@ -19,12 +19,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils import nccl_log
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import analyze_file
-from fixtures_path import shared_fixtures
+from fixtures_path import nccl_log_fixtures
 from test_nccl_log_file_scan import adversarial_mix, many_comms
 
 pytestmark = pytest.mark.skipif(nccl_log._gnu_grep() is None, reason="GNU grep is not on PATH")
 
-FIXTURES = sorted((shared_fixtures() / "nccl-logs").glob("*.log"))
+FIXTURES = nccl_log_fixtures()
 MODES = ("one-grep", "split")
 P = "gpu%02d:%d:%d [%d] NCCL INFO "
 
