@@ -440,6 +440,8 @@ _LOADER_ERAS = (
 )
 
 _LOOPBACK_IFACES = ('lo',)
+# An all-digit dotted address that is not a.b.c.d with octets 0-255 (IPv6 and anonymised forms are kept).
+_BAD_DOTTED = re.compile(r'^(?=[\d.]+$)(?!(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)$)')
 
 
 def _vtuple(version):
@@ -898,6 +900,8 @@ class NcclLogAnalyzer:
 
     def _ifaces(self, proc, msg, bootstrap):
         for iface, ip in _IFACE_IP.findall(msg):
+            if _BAD_DOTTED.match(ip):
+                continue        # "10.10.10..2": mistyped or hand-edited, it would count as another machine
             proc.ifaces.setdefault(iface, set()).add(ip)
             if bootstrap and (iface in _LOOPBACK_IFACES or ip.startswith('127.')):
                 proc.loopback_bootstrap = True

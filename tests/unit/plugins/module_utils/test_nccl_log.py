@@ -473,3 +473,10 @@ def test_empty_log_has_no_evidence():
 @pytest.mark.parametrize("log", FIXTURES, ids=[f.stem for f in FIXTURES])
 def test_string_and_file_input_give_the_same_analysis(log):
     assert analyze_text(log.read_bytes()) == analyze_file(str(log))
+
+
+def test_a_malformed_address_is_not_another_machine():
+    r = analyze_text("xxx:16090:16180 [0] NCCL INFO Bootstrap : Using [0]ib0:10.10.10..2<0> [1]ib1:10.11.10.2<0>\n"
+                     "xxx:16092:16181 [1] NCCL INFO Bootstrap : Using [0]ib0:10.10.10.2<0> [1]ib1:10.11.10.2<0>\n")
+    assert r["machines"] == 1
+    assert r["multi_node"] is not True
