@@ -71,6 +71,17 @@ _TIMESTAMP = re.compile(r'^\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] ')
 # A log viewer's column of ISO timestamps (CloudWatch console copy: "  | 2025-05-16T16:39:51.208-07:00 | line", the
 # separator sometimes lost), stripped before the line is read.
 _ISO_COLUMN = re.compile(r'^\|?\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?:\s*\|\s*|\s+|(?=\S))')
+# Ray's log deduplication appends " [repeated 15x across cluster]".
+_RAY_REPEATED = re.compile(r'\s*\[repeated \d+x across cluster\]\s*$')
+# Several NCCL lines joined into one by a terminal paste: split before each further "host:pid:tid [dev] NCCL INFO|WARN".
+_JOINED = re.compile(r'\s+(?=[\w.\-]*[A-Za-z0-9_][\w.\-]*:\d+:\d+ \[-?\d+\] NCCL (?:INFO|WARN) )')
+# A WARN anywhere in a line without the NCCL prefix ("[5] misc/ibvwrap.cc:173 NCCL WARN ..."): from its source location.
+_WARN_ANY = re.compile(r'(?:^|\s)((?:[\w./\-+]+:\d+(?: \([^)]*\))? )?NCCL WARN (.*))$')
+# NCCL INFO messages recognised even when a log shipper dropped "host:pid:tid [dev] NCCL INFO" as well.
+_BARE_INFO = re.compile(r'^(?:NET/\w+ ?:|NET/Plugin|Using (?:internal )?[Nn]etwork \S|P2P plugin \S|Plugin Path : |Bootstrap ?: |'
+                        r'NCCL_[A-Z0-9_]+ set (?:by \w+(?: \w+)? )?to |(?:Channel|Ring) \d+(?:/\d+)? : \d|Trees \[|'
+                        r'Connected NVLS|NVLS comm 0x|CollNet \d+|Assigned NET plugin |Initialized NET plugin |'
+                        r'ncclCommInit\w* comm 0x|comm 0x[0-9a-f]+ rank \d+ n[Rr]anks \d+|\d+ coll channels, )')
 # Markdown autolinks a code host adds to a pasted log: "[net_ib.cc:1909](http://net_ib.cc:1909/)" -> "net_ib.cc:1909".
 _AUTOLINK = re.compile(r'\[([^\[\]\s]+)\]\((?:https?://)?[^()\s]*\)')
 _WRAP_MPI = re.compile(r'^\[(\d+),(\d+)\]<(?:stdout|stderr)>:')
@@ -89,6 +100,8 @@ _NET_VIA = re.compile(r'^(?:NET|COLLNET)/(.+?)/(\d+)(?:\((\d+)\))?((?:/\S+)*)$')
 _RING_LIST = re.compile(r'^(?:Channel|Ring) \d+(?:/\d+)? :((?:\s+\d+)+)\s*$')
 _TREES = re.compile(r'\[\d+\] ([-\d/]+)->(\d+)->(-?\d+)')
 _IB_DEV = re.compile(r'\[(\d+)\]\s?([\w.\-+]+):(\d+)/(IB|RoCE)')
+# 2.2/2.3 list the IB devices one per line: "NET/IB: [0] mlx5_1:1/IB".
+_IB_DEV_LINE = re.compile(r'^NET/IB ?: \[(\d+)\] ?([\w.\-+]+):(\d+)/(IB|RoCE)\s*$')
 _IFACE_IP = re.compile(r'(?:^|[\s\]])([A-Za-z][\w.\-]*):([0-9A-Fa-f.:%\w]+?)<\d+>')
 _ENV = re.compile(r'^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\s*$')
 _ENV_CONF = re.compile(r'^(NCCL_[A-Z0-9_]+) set by (?:environment|config file|[\w ]+) to (.*?)\s*$')
@@ -96,6 +109,8 @@ _USING_NET = re.compile(r'^Using (?:internal )?[Nn]etwork (.+?)\s*$')
 _ASSIGNED = re.compile(r'^Assigned NET plugin (.+?) to comm')
 _RET = re.compile(r'^([\w./\-+]+\.(?:cc|cu|cpp|c|h|hpp)):(\d+) -> (\d+)(?: \[[^\]]*\])?\s*$')
 _RANK_NRANKS = re.compile(r'\brank (\d+) nranks (\d+)\b')
+# "comm 0x.. rank 6 nRanks 8 nNodes 1 localRanks 8 localRank 6 MNNVL 0" (2.1x+): the communicator's node count.
+_NNODES = re.compile(r'\brank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+)')
 _CHANNEL_SUMMARY = re.compile(r'(\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?')
 # QP connect trace: "NET/IB: Dev 0 Port 1 qpn 58 mtu 3 GID 3 (0/..)" (2.1x) and
 # "NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1047 mtu 5 query_ece={...} GID 0 (80FE/..)" (2.20+); "Dev" is NCCL's device index.
@@ -112,6 +127,9 @@ _GDR_ENABLED = re.compile(r'^NET/(\w+) ?: GPU Direct RDMA Enabled for HCA (\d+) 
 _PLUGIN_LOADED = re.compile(r'^NET/Plugin ?: Loaded (net|coll|collnet) plugin (.+?)(?: \((v\d+)\))?\s*$')
 _P2P_PLUGIN = re.compile(r'^P2P plugin (\S+)')
 _PLUGIN_PATH = re.compile(r'^Plugin Path : (\S+)')
+# Wordings of aws-ofi-nccl releases from 2023 on, which may call the network "Libfabric" rather than "AWS Libfabric".
+_OFI_MODERN = re.compile(r'^NET/OFI (?:Running on \S+ platform|Creating one domain|Using transport protocol|Internode latency|'
+                         r'NIC group|Support for (?:global|DMA-BUF) registrations|Setting NCCL_TOPO_FILE)')
 _OFI_PROVIDER = re.compile(r'^NET/OFI Selected [Pp]rovider is (\S+?)(?: \(found (\d+) nics\))?\s*$')
 _TESTS_RANK = re.compile(r'^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)')
 _TESTS_HEADER = re.compile(r'^#\s+size\s+count\s+type\s')
@@ -128,7 +146,7 @@ _NVLS_COMM = re.compile(r'^NVLS comm 0x[0-9a-f]+ headRank')
 # coverage test of the chunk scans (_TOKEN_SCANS) all derive from it.
 _TOKENS = (b'NET/', b'via ', b'-> ', b'WARN', b'Using', b'#', b'NCCL_', b'version', b'lugin', b'nranks ', b'channels',
            b'NVLS', b'ollNet', b'Trees', b'Channel ', b'Ring ', b'failure', b'Watchdog', b'NCCL error', b'NIC distance',
-           b'Bootstrap', b'Init COMPLETE', b'libibverbs')
+           b'Bootstrap', b'Init COMPLETE', b'libibverbs', b'nNodes')
 
 
 _TOKEN_SEARCH = re.compile(b'|'.join(re.escape(t) for t in _TOKENS)).search
@@ -153,6 +171,7 @@ _TOKEN_SCANS = tuple((anchor, literal, re.compile(rx)) for anchor, literal, rx i
     (b'#', None, rb'#[^\n]*'),
     (None, b'lugin', rb'lugin[^\n]*'),
     (None, b'nranks ', rb'nranks [^\n]*'),
+    (None, b'nNodes', rb'nNodes[^\n]*'),
     (b'T', b'Trees', rb'Trees[^\n]*'),
     (None, b'Ring ', rb'Ring [^\n]*'),
     (None, b'failure', rb'failure[^\n]*'),
@@ -348,7 +367,7 @@ class _ChunkScanner:
         if not ok or msg[-1:].isspace() or b'\n' in msg or not line.isascii():
             return None
         mi = _COMM_INIT.match(msg)
-        if mi is None or b'NCCL version' in line or b' channels' in line:
+        if mi is None or b'NCCL version' in line or b' channels' in line or line.count(b'] NCCL ') > 1:
             return None
         return b'\x00%s\x00%s\x00%s' % (prefix, mi.group(1), mi.group(2))
 
@@ -389,8 +408,8 @@ class _ChunkScanner:
         an.feed_at(line, lineno)
 
     def _remember(self, key, line):
-        if not line.isascii() or b'](' in line:     # autolinks are rewritten before parsing: never replay them
-            return
+        if not line.isascii() or b'](' in line or line.count(b'] NCCL ') > 1:
+            return      # autolinks are rewritten and joined lines split before parsing: never replay those
         ms = _STRICT.match(line)
         if ms is None:
             return
@@ -472,7 +491,7 @@ class _Proc:
                  'socket_init_line', 'bootstrap', 'ofi', 'ofi_provider', 'plugin_loaded', 'p2p_plugin', 'plugin_path',
                  'collnet_plugin', 'nvls', 'nvls_line', 'collnet', 'own_ranks', 'net_peers', 'nranks', 'env',
                  'ifaces', 'eras', 'gids', 'chain', 'tree_internode', 'loopback_bootstrap', 'socket_ifaces',
-                 'internal_plugin', 'ib_datapath_line')
+                 'internal_plugin', 'ib_datapath_line', 'net_code', 'comm_nodes', 'ofi_modern')
 
     def __init__(self, key, host, pid):
         self.key = key
@@ -515,6 +534,9 @@ class _Proc:
         self.socket_ifaces = []
         self.internal_plugin = False
         self.ib_datapath_line = None
+        self.net_code = None
+        self.comm_nodes = []
+        self.ofi_modern = False
 
 
 class NcclLogAnalyzer:
@@ -579,6 +601,10 @@ class NcclLogAnalyzer:
                 for sub in text.splitlines():
                     self._line(sub, lineno)
                 return
+        if line.count('] NCCL ') > 1:
+            for part in _JOINED.split(line):
+                self._line(part, lineno)
+            return
         self._line(line, lineno)
 
     # ------------------------------------------------------------ per line
@@ -590,11 +616,13 @@ class NcclLogAnalyzer:
             if marker in line:
                 break
         else:
-            if not (self.tests_devices_seen or '#' in line):
+            if not (self.tests_devices_seen or '#' in line or _BARE_INFO.match(line.lstrip())):
                 return
         s = line.strip()
         if s.startswith('> '):
             s = s[2:]
+        if s.endswith('across cluster]'):
+            s = _RAY_REPEATED.sub('', s)
         self._linked = None
         if '](' in s:
             linked = s
@@ -663,10 +691,14 @@ class NcclLogAnalyzer:
             self.nccl_lines += 1
             self._warn(self._tag_proc(tag), rest, mw.group(2), lineno, self._as_printed(rest))
             return
-        idx = rest.find('NCCL WARN ')
-        if idx >= 0:
+        mw = _WARN_ANY.search(rest) if 'NCCL WARN ' in rest else None
+        if mw:
             self.nccl_lines += 1
-            self._warn(self._tag_proc(tag), rest[idx:], rest[idx + 10:], lineno, self._as_printed(rest[idx:]))
+            self._warn(self._tag_proc(tag), mw.group(1), mw.group(2), lineno, self._as_printed(mw.group(1)))
+            return
+        if _BARE_INFO.match(rest):
+            self.nccl_lines += 1
+            self._info(self._tag_proc(tag), rest, lineno, line)
             return
         self._other(None, rest, lineno, tag)
 
@@ -699,6 +731,11 @@ class NcclLogAnalyzer:
         if ' -> ' in msg:
             mr = _RET.match(msg)
             if mr:
+                if proc.net_code is None and mr.group(1).startswith('transport/net_'):
+                    if mr.group(1).startswith('transport/net_ib'):
+                        proc.net_code = ('IB', lineno)
+                    elif mr.group(1).startswith('transport/net_socket'):
+                        proc.net_code = ('Socket', lineno)
                 self._chain(proc, mr.group(1) + ':' + mr.group(2) + ' -> ' + mr.group(3), int(mr.group(3)), lineno)
                 return
         if proc.chain is not None:
@@ -820,6 +857,16 @@ class NcclLogAnalyzer:
                         proc.nvls = False
                         self._evidence('nvls', lineno, raw)
                 return
+        if ' nNodes ' in msg:
+            mn = _NNODES.search(msg)
+            if mn:
+                proc.own_ranks.add(int(mn.group(1)))
+                n = int(mn.group(2))
+                if proc.nranks is None or n > proc.nranks:
+                    proc.nranks = n
+                proc.comm_nodes.append((n, int(mn.group(3))))
+                self._evidence('nodes', lineno, raw)
+                return
         if ' nranks ' in msg:
             mn = _RANK_NRANKS.search(msg)
             if mn:
@@ -837,7 +884,7 @@ class NcclLogAnalyzer:
 
     def _net(self, proc, msg, lineno, raw):
         if msg.startswith('NET/IB'):
-            devs = _IB_DEV.findall(msg) if ' Using ' in msg else None
+            devs = _IB_DEV.findall(msg) if ' Using ' in msg else _IB_DEV_LINE.findall(msg)
             if devs:
                 for idx, name, port, ll in devs:
                     k = (name, int(port))
@@ -875,6 +922,8 @@ class NcclLogAnalyzer:
             return
         if msg.startswith('NET/OFI'):
             proc.ofi = True
+            if _OFI_MODERN.match(msg):
+                proc.ofi_modern = True
             mo = _OFI_PROVIDER.match(msg)
             if mo:
                 proc.ofi_provider = mo.group(1)
@@ -1203,6 +1252,8 @@ class _Summariser:
                     cand = cand[5:]
                 if cand and ('Libfabric' in cand or 'OFI' in cand):
                     return cand
+        if any(p.ofi_modern for p in self.procs):
+            return None     # a plugin release that names itself "Libfabric" or "AWS Libfabric": not printed, unknown
         return 'AWS Libfabric'
 
     def proc_transport(self, p, version):
@@ -1212,7 +1263,7 @@ class _Summariser:
             return transport_label(best)
         if p.selected:
             return transport_label(p.selected)
-        if p.ofi:
+        if p.ofi and self.ofi_name:
             return transport_label(self.ofi_name)
         if p.ib_devices:
             if p.p2p_plugin:
@@ -1225,6 +1276,10 @@ class _Summariser:
             vt = _vtuple(version) if version else None
             if p.ib_probe_line is not None or (p.bootstrap and (vt is None or vt >= (2, 5))) or (vt is not None and vt >= (2, 5)):
                 return 'Socket'
+        if p.net_code is not None:
+            # Weakest evidence: an error returned through NCCL's own network code (transport/net_ib*.cc:N -> 2,
+            # transport/net_socket.cc:N -> 3) shows which transport was connecting.
+            return p.net_code[0]
         return None
 
     def summary(self):
@@ -1289,6 +1344,8 @@ class _Summariser:
             gdr = all(gdr_vals)
         nvls_vals = [e['nvls'] for e in per.values() if e['nvls'] is not None]
         nvls = True if True in nvls_vals else (False if nvls_vals else None)
+        if nvls is None and an.env.get('NCCL_NVLS_ENABLE') == '0':
+            nvls = False        # disabled by the environment and no NVLS connection printed
         col_vals = [e['collnet'] for e in per.values() if e['collnet'] is not None]
         collnet = True if True in col_vals else (False if col_vals else None)
 
@@ -1379,6 +1436,9 @@ class _Summariser:
         machines = self._machines(host_procs)
         if machines >= 2:
             return True, machines
+        comms = [c for p in self.procs for c in p.comm_nodes]
+        if any(nodes > 1 for _n, nodes in comms):
+            return True, machines       # NCCL's own count of the nodes of a communicator
         for p in self.procs:
             if p.tree_internode:
                 return True, machines
@@ -1391,6 +1451,8 @@ class _Summariser:
         host = list(host_ranks)[0] if len(host_ranks) == 1 else (list(host_procs)[0] if host_procs else None)
         local = host_ranks.get(host, set())
         nranks = self._nranks()
+        if comms and max(n for n, _nodes in comms) >= (nranks or 0):
+            return False, machines      # the largest communicator printed has nNodes 1
         if nranks:
             if len(local) >= nranks or host_devs.get(host, 0) >= nranks and len(host_procs.get(host, [])) >= nranks:
                 return False, machines
@@ -1399,13 +1461,19 @@ class _Summariser:
             return None, machines
         if any(p.loopback_bootstrap for p in host_procs.get(host, [])):
             return False, machines
-        if len(local) >= 2 and 0 in local:
-            return False, machines
+        if len(local) >= 2 and 0 in local and not any(p.net_code for p in self.procs):
+            # Ranks 0 and more on this one machine, and either network hops that all stay on it (NIC loopback
+            # closing the rings) or NCCL's duplicate-GPU check, which compares ranks of one host.
+            hops = [peer for p in self.procs for peer, _name in p.net_peers]
+            if (hops and all(peer in local for peer in hops)) or any(
+                    e['category'] == 'duplicate GPU' for e in self.an.errors.values()):
+                return False, machines
         return None, machines
 
     def _fallback(self, per, net_transport, ib_disabled):
         if net_transport is None:
-            return None
+            # aws-ofi-nccl chose a libfabric provider: the plugin carries the data even when its name is not printed.
+            return False if any(p.ofi_provider for p in self.procs) else None
         socket_procs = [p for p in self.procs if per[p.key]['net_transport'] == 'Socket']
         if not socket_procs:
             return False
