@@ -78,7 +78,7 @@ _JOINED = re.compile(r'\s+(?=[\w.\-]*[A-Za-z0-9_][\w.\-]*:\d+:\d+ \[-?\d+\] NCCL
 # A WARN anywhere in a line without the NCCL prefix ("[5] misc/ibvwrap.cc:173 NCCL WARN ..."): from its source location.
 _WARN_ANY = re.compile(r'(?:^|\s)((?:[\w./\-+]+:\d+(?: \([^)]*\))? )?NCCL WARN (.*))$')
 # NCCL INFO messages recognised even when a log shipper dropped "host:pid:tid [dev] NCCL INFO" as well.
-_BARE_INFO = re.compile(r'^(?:NET/\w+ ?:|NET/Plugin|Using (?:internal )?[Nn]etwork \S|P2P plugin \S|Plugin Path : |Bootstrap ?: |'
+_BARE_INFO = re.compile(r'^(?:NET/\w+ ?:|NET/Plugin|Using (?:internal )?[Nn]etwork \w[\w.\-]*(?: \w[\w.\-]*)?\s*$|P2P plugin \S|Plugin Path : |Bootstrap ?: |'
                         r'NCCL_[A-Z0-9_]+ set (?:by \w+(?: \w+)? )?to |(?:Channel|Ring) \d+(?:/\d+)? : \d|Trees \[|'
                         r'Connected NVLS|NVLS comm 0x|CollNet \d+|Assigned NET plugin |Initialized NET plugin |'
                         r'ncclCommInit\w* comm 0x|comm 0x[0-9a-f]+ rank \d+ n[Rr]anks \d+|\d+ coll channels, )')

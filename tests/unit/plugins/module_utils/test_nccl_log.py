@@ -480,3 +480,87 @@ def test_a_malformed_address_is_not_another_machine():
                      "xxx:16092:16181 [1] NCCL INFO Bootstrap : Using [0]ib0:10.10.10.2<0> [1]ib1:10.11.10.2<0>\n")
     assert r["machines"] == 1
     assert r["multi_node"] is not True
+
+
+def test_ib_devices_listed_one_per_line_by_nccl_2_3():
+    r = analyze_text("n1:4:4 [0] NCCL INFO NET/IB: [0] mlx5_1:1/IB\nn1:4:4 [0] NCCL INFO NET/IB: [1] mlx5_3:1/RoCE\n"
+                     "n1:4:4 [0] NCCL INFO Using internal Network IB\n")
+    assert r["ib_devices"] == [{"name": "mlx5_1", "port": 1, "link_layer": "IB"},
+                               {"name": "mlx5_3", "port": 1, "link_layer": "RoCE"}]
+    assert r["net_transport"] == "IB"
+
+
+def test_warn_after_a_bare_device_tag_keeps_its_source_location():
+    r = analyze_text("[5] misc/ibvwrap.cc:173 NCCL WARN lib wrapper not initialized.\n")
+    assert [e["text"] for e in r["errors"]] == ["misc/ibvwrap.cc:173 NCCL WARN lib wrapper not initialized."]
+
+
+def test_messages_without_any_nccl_prefix_are_read():
+    r = analyze_text("\n".join([
+        "NET/IB : Using [0]ibp0:1/IB/SHARP [1]ibp1:1/IB/SHARP [RO]; OOB eth0:10.7.147.73<0>",
+        "P2P plugin IBext_v8",
+        "Using network IBext_v8",
+        "Using network settings from the launcher",      # an application's words, not NCCL's: ignored
+    ]))
+    assert [d["name"] for d in r["ib_devices"]] == ["ibp0", "ibp1"]
+    assert r["net_transport"] == "plugin:IBext_v8"
+
+
+def test_an_application_line_is_not_mistaken_for_nccl():
+    r = analyze_text("Using PyTorch network helpers\nChannel 5 is ready\n")
+    assert r["net_transport"] is None and r["intra_node"] == []
+
+
+def test_ray_deduplication_suffix_is_dropped():
+    r = analyze_text("(RayWorkerWrapper pid=539) vllm-0:539:539 [6] NCCL INFO NCCL_CUMEM_ENABLE set by environment to 0. "
+                     "[repeated 15x across cluster]\n")
+    assert r["env"] == {"NCCL_CUMEM_ENABLE": "0"}
+
+
+@pytest.mark.parametrize("nodes, expected", [(1, False), (2, True)])
+def test_node_count_of_a_communicator_decides_multi_node(nodes, expected):
+    r = analyze_text("vllm-0:539:539 [6] NCCL INFO comm 0x2fa81fa0 rank 6 nRanks 8 nNodes %d localRanks 8 localRank 6 MNNVL 0\n"
+                     % nodes)
+    assert r["multi_node"] is expected
+    assert r["ranks"] == 8
+
+
+def test_nccl_lines_joined_on_one_line_are_split():
+    a = "VM-1:11983:12550 [5] NCCL INFO Channel 00/0 : 5[5] -> 6[6] via P2P/IPC"
+    b = "VM-1:11981:12552 [3] NCCL INFO Channel 00/0 : 8[0] -> 3[3] [receive] via NET/IBext/0/GDRDMA"
+    r = analyze_text(a + " " * 40 + b + "\n")
+    assert sorted(r["per_host"]) == ["VM-1:11981", "VM-1:11983"]
+    assert r["intra_node"] == ["P2P/IPC"]
+    assert r["net_transport"] == "plugin:IBext"
+
+
+def test_nvls_disabled_by_environment_is_false_without_nvls_connections():
+    line = "n1:1:1 [0] NCCL INFO NCCL_NVLS_ENABLE set by environment to 0.\n"
+    assert analyze_text(line)["nvls"] is False
+    assert analyze_text(line + "n1:1:1 [0] NCCL INFO NVLS comm 0x55 headRank 0 nHeads 4\n")["nvls"] is True
+
+
+@pytest.mark.parametrize("frame, transport", [("transport/net_ib.cc:1047", "IB"), ("transport/net_socket.cc:331", "Socket")])
+def test_return_codes_from_nccl_network_code_show_the_transport(frame, transport):
+    r = analyze_text("n1:5:7 [3] NCCL INFO %s -> 2\nn1:5:7 [3] NCCL INFO transport/net.cc:687 -> 2\n" % frame)
+    assert r["net_transport"] == transport
+
+
+def test_a_network_choice_outranks_return_code_evidence():
+    r = analyze_text("n1:5:7 [3] NCCL INFO transport/net_ib.cc:282 -> 2\nn1:5:7 [3] NCCL INFO Using network Socket\n")
+    assert r["net_transport"] == "Socket"
+
+
+def test_newer_ofi_plugin_name_is_not_guessed():
+    old = "n1:1:1 [0] NCCL INFO NET/OFI Selected Provider is tcp;ofi_rxm\n"
+    new = old + "n1:1:1 [0] NCCL INFO NET/OFI Using transport protocol SENDRECV\n"
+    assert analyze_text(old)["net_transport"] == "plugin:AWS Libfabric"
+    r = analyze_text(new)
+    assert r["net_transport"] is None
+    assert r["fallback_to_socket"] is False
+
+
+def test_local_ranks_alone_do_not_prove_a_single_node():
+    r = analyze_text("worker-0:5:6 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n"
+                     "worker-0:7:8 [1] NCCL INFO Channel 00/0 : 1[1] -> 2[2] via P2P/CUMEM\n")
+    assert r["multi_node"] is None
