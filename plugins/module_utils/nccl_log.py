@@ -62,6 +62,7 @@ WC_STATUS = {
 }
 
 MAX_ERRORS = 200
+MAX_LINE = 1 << 16      # characters of one line that are read
 MAX_BUSBW_ROWS = 1000
 
 # ---------------------------------------------------------------- regexes
@@ -71,6 +72,8 @@ _TIMESTAMP = re.compile(r'^\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] ')
 # A log viewer's column of ISO timestamps (CloudWatch console copy: "  | 2025-05-16T16:39:51.208-07:00 | line", the
 # separator sometimes lost), stripped before the line is read.
 _ISO_COLUMN = re.compile(r'^\|?\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?:\s*\|\s*|\s+|(?=\S))')
+# Terminal colour codes (Ray, rich consoles): "\x1b[36m(pid=12)\x1b[0m ...".
+_ANSI = re.compile(r'\x1b\[[0-9;?]*[A-Za-z]')
 # Ray's log deduplication appends " [repeated 15x across cluster]".
 _RAY_REPEATED = re.compile(r'\s*\[repeated \d+x across cluster\]\s*$')
 # Several NCCL lines joined into one by a terminal paste: split before each further "host:pid:tid [dev] NCCL INFO|WARN".
@@ -105,7 +108,8 @@ _IB_DEV_LINE = re.compile(r'^NET/IB ?: \[(\d+)\] ?([\w.\-+]+):(\d+)/(IB|RoCE)\s*
 _IFACE_IP = re.compile(r'(?:^|[\s\]])([A-Za-z][\w.\-]*):([0-9A-Fa-f.:%\w]+?)<\d+>')
 _ENV = re.compile(r'^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\s*$')
 _ENV_CONF = re.compile(r'^(NCCL_[A-Z0-9_]+) set by (?:environment|config file|[\w ]+) to (.*?)\s*$')
-_USING_NET = re.compile(r'^Using (?:internal )?[Nn]etwork (.+?)\s*$')
+# The network name NCCL prints: one or two words ("IB", "Socket", "IBext_v8", "AWS Libfabric").
+_USING_NET = re.compile(r'^Using (?:internal )?[Nn]etwork (\w[\w.\-]*(?: \w[\w.\-]*)?)\s*$')
 _ASSIGNED = re.compile(r'^Assigned NET plugin (.+?) to comm')
 _RET = re.compile(r'^([\w./\-+]+\.(?:cc|cu|cpp|c|h|hpp)):(\d+) -> (\d+)(?: \[[^\]]*\])?\s*$')
 _RANK_NRANKS = re.compile(r'\brank (\d+) nranks (\d+)\b')
@@ -367,7 +371,8 @@ class _ChunkScanner:
         if not ok or msg[-1:].isspace() or b'\n' in msg or not line.isascii():
             return None
         mi = _COMM_INIT.match(msg)
-        if mi is None or b'NCCL version' in line or b' channels' in line or line.count(b'] NCCL ') > 1:
+        if mi is None or b'NCCL version' in line or b' channels' in line or line.count(b'] NCCL ') > 1 or b'\x1b' in line \
+                or len(line) > MAX_LINE:
             return None
         return b'\x00%s\x00%s\x00%s' % (prefix, mi.group(1), mi.group(2))
 
@@ -408,7 +413,7 @@ class _ChunkScanner:
         an.feed_at(line, lineno)
 
     def _remember(self, key, line):
-        if not line.isascii() or b'](' in line or line.count(b'] NCCL ') > 1:
+        if not line.isascii() or b'](' in line or b'\x1b' in line or len(line) > MAX_LINE or line.count(b'] NCCL ') > 1:
             return      # autolinks are rewritten and joined lines split before parsing: never replay those
         ms = _STRICT.match(line)
         if ms is None:
@@ -591,6 +596,8 @@ class NcclLogAnalyzer:
     def _feed(self, line, lineno):
         if not line:
             return
+        if len(line) > MAX_LINE:
+            line = line[:MAX_LINE]      # no NCCL line is this long: keep memory and output bounded
         line = line.rstrip('\r\n')
         stripped = line.lstrip()
         if not stripped:
@@ -621,6 +628,8 @@ class NcclLogAnalyzer:
         s = line.strip()
         if s.startswith('> '):
             s = s[2:]
+        if '\x1b' in s:
+            s = _ANSI.sub('', s)
         if s.endswith('across cluster]'):
             s = _RAY_REPEATED.sub('', s)
         self._linked = None
@@ -1939,17 +1948,26 @@ def _gid_hints(result, sysfs_root):
     hints = []
     for g in result.get('gid') or []:
         if g['kind'] == 'link-local':
-            hca = g.get('hca') or 'dev %s' % g['dev']
+            hca = g.get('hca') or 'NCCL device %s' % g['dev']
             v2 = roce_v2_ipv4_gid_index(sysfs_root, g['hca'], g['port']) if (sysfs_root and g.get('hca')) else None
             where = ('the RoCE v2 IPv4 GID on %s port %s is index %d' % (hca, g['port'], v2) if v2 is not None else
                      'use the RoCE v2 IPv4-mapped GID index of %s port %s (commonly 3; see show_gids or '
-                     '/sys/class/infiniband/%s/ports/%s/gid_attrs/types/)' % (hca, g['port'], hca, g['port']))
+                     '/sys/class/infiniband/%s/ports/%s/gid_attrs/types/)' % (hca, g['port'], g.get('hca') or '<hca>',
+                                                                               g['port']))
             hints.append('NCCL_IB_GID_INDEX=%s selects a link-local RoCE v1 GID (fe80::, line %s); %s'
                          % (g['gid_index'], g['line'], where))
     for e in result.get('errors', []):
         if e['category'] in ('QP', 'GID', 'completion') and not e.get('inferred'):
             hints.append("line %s: '%s' - %s" % (e['line'], e['text'], e.get('meaning') or e['category']))
     return hints
+
+
+_TCP_PROVIDER = re.compile(r'(?:^|;)(?:tcp|sockets|udp)\b')
+
+
+def _providers(result):
+    prov = result.get('plugin_provider')
+    return [prov] if isinstance(prov, str) else list(prov or [])
 
 
 def check_expectations(result, expect_transport=None, expect_link_layer=None, expect_gdr=None, expect_hcas=None,
@@ -1970,7 +1988,10 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
             if bad:
                 msg += ' on %s' % ', '.join(sorted(bad)[:5])
             msg += ' (evidence: %s)' % _quote(result, ('hop', 'selection', 'socket', 'ib_probe', 'plugin'))
-            if (got == 'Socket' or 'Socket' in bad.values()) and expect_transport.lower() != 'socket':
+            if (got == 'Socket' or 'Socket' in bad.values()) and result.get('ib_disabled_by_env') \
+                    and expect_transport.lower() != 'socket':
+                msg += ('. Cause: NCCL_IB_DISABLE=1 is set (echoed in the log); unset it or set it to 0')
+            elif (got == 'Socket' or 'Socket' in bad.values()) and expect_transport.lower() != 'socket':
                 msg += ('. Likely cause: NCCL found no usable RDMA device (%s); check that the HCAs are visible in the '
                         'container (/dev/infiniband, /sys/class/infiniband), NCCL_IB_DISABLE is unset, NCCL_IB_HCA matches '
                         'real device names and, for RoCE, NCCL_IB_GID_INDEX points at a RoCE v2 GID'
@@ -1989,15 +2010,27 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
                             % expect_link_layer)
         else:
             wrong = ['%s:%s/%s' % (d['name'], d['port'], d['link_layer']) for d in devs if d['link_layer'] != expect_link_layer]
+            right = ['%s:%s' % (d['name'], d['port']) for d in devs if d['link_layer'] == expect_link_layer]
             if wrong:
-                findings.append('expected link layer %s but NCCL lists %s (evidence: %s). Likely cause: NCCL_IB_HCA includes '
-                                'ports of the other fabric; restrict it, e.g. NCCL_IB_HCA==mlx5_0:1,mlx5_1:1'
-                                % (expect_link_layer, ', '.join(wrong), _quote(result, ('ib_devices',), 2)))
+                if right:
+                    fix = ('NCCL_IB_HCA includes ports of the other fabric; keep only the %s ports with an exact match: '
+                           'NCCL_IB_HCA="=%s"' % (expect_link_layer, ','.join(right)))
+                else:
+                    fix = ('no port NCCL listed is %s: check the port link type (mlxconfig LINK_TYPE_P1, ibv_devinfo '
+                           'link_layer) or the expectation' % expect_link_layer)
+                findings.append('expected link layer %s but NCCL lists %s (evidence: %s). %s'
+                                % (expect_link_layer, ', '.join(wrong), _quote(result, ('ib_devices',), 2), fix))
+        if expect_link_layer == 'RoCE':
+            findings.extend(h for h in _gid_hints(result, sysfs_root) if h.startswith('NCCL_IB_GID_INDEX='))
     if expect_gdr is not None:
         gdr = result.get('gdr')
         if gdr is None:
             findings.append('expected GPUDirect RDMA %s but the log shows no network connection line ("via NET/...") '
                             'nor a "GPU Direct RDMA" line' % ('on' if expect_gdr else 'off'))
+        elif gdr != expect_gdr and expect_gdr and result.get('mismatch'):
+            findings.append('expected GPUDirect RDMA on, but processes chose different transports (%s), and GPUDirect '
+                            'RDMA needs the RDMA one: fix the processes that are not on it first (see per_host)'
+                            % ', '.join(result.get('net_transports') or []))
         elif gdr != expect_gdr:
             if expect_gdr:
                 findings.append('GPUDirect RDMA disabled: load nvidia_peermem (modprobe nvidia_peermem; or nv_peer_mem on '
@@ -2007,12 +2040,20 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
                 findings.append('expected GPUDirect RDMA off but NCCL uses it (evidence: %s)' % _quote(result, ('gdr',)))
     if expect_hcas:
         names = set(d['name'] for d in result.get('ib_devices') or [])
-        missing = [h for h in expect_hcas if h not in names]
+        ports = set('%s:%s' % (d['name'], d['port']) for d in result.get('ib_devices') or [])
+        wanted = [h for item in expect_hcas for h in re.split(r'[,\s]+', item.strip().lstrip('=^')) if h]
+        missing = [h for h in wanted if h not in (ports if ':' in h else names)]
         if missing:
             findings.append('expected HCAs %s but NCCL listed %s (evidence: %s). Likely cause: NCCL_IB_HCA excludes them, '
                             'the port is down, or the device is not visible to the process'
                             % (', '.join(missing), ', '.join(sorted(names)) or 'none', _quote(result, ('ib_devices', 'ib_probe'), 2)))
     if forbid_fallback:
+        tcp = [p for p in _providers(result) if _TCP_PROVIDER.search(p)]
+        if tcp:
+            findings.append('aws-ofi-nccl runs on the libfabric provider %s, which is TCP, not EFA/RDMA (evidence: %s). '
+                            'Likely cause: the EFA device or its driver is not visible to the process (FI_PROVIDER, '
+                            '/dev/infiniband/uverbs*, the efa kernel module, the security group)'
+                            % (', '.join(tcp), _quote(result, ('plugin',), 2)))
         if result.get('fallback_to_socket'):
             findings.append('NCCL fell back to sockets: %s. Likely cause: no usable RDMA device for NCCL - driver or '
                             'rdma-core missing in the container, /dev/infiniband not mounted, a wrong NCCL_IB_HCA filter, '

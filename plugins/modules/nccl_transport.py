@@ -37,9 +37,10 @@ options:
     type: path
   log_text:
     description:
-      - NCCL_DEBUG=INFO output given as a string.
+      - NCCL_DEBUG=INFO output given as a string, or as a list of lines (for example a registered result's
+        C(stdout_lines)).
       - Mutually exclusive with O(log_path) and O(command).
-    type: str
+    type: raw
   command:
     description:
       - Command to run, as an argv list (no shell), whose stdout and stderr are analysed, for example
@@ -206,7 +207,8 @@ errors:
   description:
     - Each distinct WARN / error line with C(line) (1-based line number of its first occurrence), C(text), C(category)
       (bootstrap, device, GID, QP, completion, timeout, duplicate GPU, plugin load, return code, nccl-tests,
-      framework, system, other), C(count), C(hosts) and, when known, C(meaning) (for completions, the ibv_wc_status name).
+      framework, system, RAS, other), C(count), C(hosts) and, when known, C(meaning) (for completions, the
+      ibv_wc_status name).
     - Entries with C(inferred=true) and a text starting with C(inferred:) are conclusions no single line states
       (transport mismatch, version mismatch, socket on loopback).
   returned: always
@@ -218,9 +220,36 @@ env:
   type: dict
 per_host:
   description: The same summary per process group, keyed C(host:pid) (C(tag:<launcher prefix>) or C(-) when the NCCL
-    prefix was stripped), with C(host), C(pid), C(ranks).
+    prefix was stripped), with C(host), C(pid), C(ranks) (here the list of rank ids the process printed, at most 64).
   returned: always
   type: dict
+machines:
+  description: Distinct machines the log shows (hosts, and distinct addresses of one interface name on one host).
+  returned: always
+  type: int
+processes:
+  description: Process groups (C(host:pid)) seen with an NCCL prefix.
+  returned: always
+  type: int
+lines:
+  description: Lines in the log (a last line without a newline counts).
+  returned: always
+  type: int
+nccl_lines:
+  description: Lines the analyser read as NCCL INFO/WARN lines (only lines that hold something it uses are read).
+  returned: always
+  type: int
+ib_disabled_by_env:
+  description: true when C(NCCL_IB_DISABLE set by environment to 1) is echoed, false when it is echoed with another
+    value, null when not echoed.
+  returned: always
+  type: bool
+plugin_provider:
+  description: The libfabric provider aws-ofi-nccl selected (C(efa), or C(tcp;ofi_rxm), which is TCP); a list when
+    processes differ.
+  returned: when aws-ofi-nccl printed it
+  type: raw
+  sample: efa
 hosts:
   description: Host names seen in NCCL prefixes.
   returned: always
@@ -268,6 +297,8 @@ rc:
 '''
 
 import os
+import re
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -314,6 +345,15 @@ def summarize(result):
         parts.append('multi-node' if result['multi_node'] else 'single node')
     if result.get('fallback_to_socket'):
         parts.append('WARNING: fell back from IB to TCP sockets')
+    prov = result.get('plugin_provider')
+    for name in [prov] if isinstance(prov, str) else (prov or []):
+        if re.search(r'(?:^|;)(?:tcp|sockets|udp)\b', name):
+            parts.append('WARNING: aws-ofi-nccl provider %s is TCP, not EFA/RDMA' % name)
+    for g in result.get('gid') or []:
+        if g.get('kind') == 'link-local':
+            parts.append('WARNING: GID index %s on %s port %s is a link-local RoCE v1 GID (see findings with '
+                         'expect_link_layer=RoCE)' % (g['gid_index'], g.get('hca') or 'NCCL device %s' % g['dev'], g['port']))
+            break
     if result.get('mismatch'):
         parts.append('WARNING: processes chose different transports (see per_host)')
     if result.get('errors'):
@@ -321,11 +361,50 @@ def summarize(result):
     return '; '.join(parts)
 
 
+def _log_path_problem(path):
+    """A message when ``path`` cannot be read as a log file, else None."""
+    if not path:
+        return 'log_path is empty: give the path of the log file'
+    if not os.path.lexists(path):
+        return 'log_path %s: no such file' % path
+    if not os.path.exists(path):
+        return 'log_path %s is a symbolic link to a missing file (%s)' % (path, os.readlink(path))
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return 'log_path %s: cannot read: %s' % (path, exc)
+    if stat.S_ISDIR(st.st_mode):
+        return 'log_path %s is a directory; give the log file' % path
+    if not stat.S_ISREG(st.st_mode):
+        return 'log_path %s is not a regular file (a FIFO or device); save the log to a file first' % path
+    try:
+        with open(path, 'rb') as fh:
+            head = fh.read(4)
+    except (IOError, OSError) as exc:
+        return 'log_path %s: cannot read: %s' % (path, exc)
+    if head[:2] == b'\x1f\x8b':
+        return 'log_path %s is gzip-compressed: decompress it first (gzip -dc %s > run.log)' % (path, path)
+    if head[:2] in (b'\xff\xfe', b'\xfe\xff'):
+        return 'log_path %s is UTF-16 encoded: convert it first (iconv -f UTF-16 -t UTF-8 %s > run.log)' % (path, path)
+    return None
+
+
+def _env_problem(env):
+    """A message naming the first ``env`` entry that is not NAME: string-or-number, else None."""
+    for key, value in env.items():
+        if not re.match(r'^[A-Za-z_][A-Za-z0-9_]*$', str(key)):
+            return 'env: %r is not a variable name (letters, digits and _, not starting with a digit)' % (key,)
+        if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
+            return ('env.%s: give a string or a number, e.g. "1" or "0" (got %r; YAML true/false would reach NCCL as '
+                    '"True"/"False", which it reads as 0)' % (key, value))
+    return None
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             log_path=dict(type='path'),
-            log_text=dict(type='str'),
+            log_text=dict(type='raw'),
             command=dict(type='list', elements='str'),
             env=dict(type='dict', default={}),
             timeout=dict(type='int', default=600),
@@ -346,20 +425,37 @@ def main():
     hint = _expect_transport_hint(p['expect_transport'])
     if hint:
         module.fail_json(msg=hint, changed=False)
+    if p['command'] is None:
+        for key in ('env', 'chdir'):
+            if p[key]:
+                module.fail_json(msg='%s applies to command only; it was given with %s' % (
+                    key, 'log_path' if p['log_path'] is not None else 'log_text'), changed=False)
     if p['log_path'] is not None:
-        if os.path.isdir(p['log_path']):
-            module.fail_json(msg='log_path %s is a directory; give the log file' % p['log_path'], changed=False)
-        if not os.path.isfile(p['log_path']):
-            module.fail_json(msg='log_path %s: no such file' % p['log_path'], changed=False)
+        problem = _log_path_problem(p['log_path'])
+        if problem:
+            module.fail_json(msg=problem, changed=False)
         try:
             result = analyze_file(p['log_path'])
         except (IOError, OSError) as exc:
             module.fail_json(msg='log_path %s: cannot read: %s' % (p['log_path'], exc), changed=False)
     elif p['log_text'] is not None:
-        result = analyze_text(p['log_text'])
+        text = p['log_text']
+        if isinstance(text, (list, tuple)):
+            text = '\n'.join('' if x is None else str(x) for x in text)      # e.g. "{{ job.stdout_lines }}"
+        elif not isinstance(text, str):
+            module.fail_json(msg='log_text: give the log as a string or a list of lines, got %s' % type(text).__name__,
+                             changed=False)
+        result = analyze_text(text)
     else:
         if not p['command']:
             module.fail_json(msg='command: give an argv list, for example [all_reduce_perf, -g, 8]', changed=False)
+        if len(p['command']) == 1 and ' ' in p['command'][0].strip() and not os.path.exists(p['command'][0]):
+            module.fail_json(msg='command: give an argv list, one item per argument (no shell), e.g. [%s]; got the single '
+                                 'string %r' % (', '.join(p['command'][0].split()), p['command'][0]), changed=False)
+        bad_env = _env_problem(p['env'] or {})
+        if bad_env:
+            module.fail_json(msg=bad_env, changed=False)
+        p['env'] = dict((k, str(v)) for k, v in (p['env'] or {}).items())
         if p['timeout'] is not None and p['timeout'] <= 0:
             module.fail_json(msg='timeout: must be a positive number of seconds, got %s' % p['timeout'], changed=False)
         run = run_logged_command(p['command'], p['env'] or {}, p['timeout'], p['chdir'])
@@ -392,6 +488,8 @@ def main():
     result['findings'] = findings
     result['summary'] = summarize(result)
     if findings:
+        if extra.get('rc'):
+            findings.append('the command exited with code %s' % extra['rc'])
         module.fail_json(msg=' | '.join(findings), changed=False, **result)
     module.exit_json(changed=False, msg=result['summary'], **result)
 

@@ -260,3 +260,86 @@ def test_directory_log_path_is_named_as_a_directory(run, tmp_path):
 def test_failing_command_without_nccl_output_reports_its_exit_code(run):
     failed, res = run({"command": ["/bin/false"]})
     assert failed and res["msg"] == "command /bin/false exited with code 1 and printed no NCCL output"
+
+
+
+
+def test_expect_link_layer_advice_lists_the_ports_to_keep(run):
+    failed, res = run({"log_path": str(LOGS / "16-nccl2.12-mixed-ib-roce-ports-nvml-warn.log"), "expect_link_layer": "RoCE"})
+    assert failed
+    assert 'NCCL_IB_HCA="=mlx5_2:1' in res["msg"]
+    assert "mlx5_0:1/IB" in res["msg"]
+
+
+def test_expect_link_layer_with_no_port_of_that_layer_says_so(run):
+    failed, res = run({"log_path": str(LOGS / "19-nccl2.19-roce-two-ports-ring-tree-topology.log"), "expect_link_layer": "IB"})
+    assert failed and "no port NCCL listed is IB" in res["msg"]
+
+
+def test_link_local_roce_gid_fails_expect_link_layer_roce_and_is_in_the_summary(run):
+    failed, res = run({"log_text": ROCE_LOG, "expect_link_layer": "RoCE", "sysfs_root": "/nonexistent"})
+    assert failed and "NCCL_IB_GID_INDEX=0 selects a link-local RoCE v1 GID" in res["msg"]
+    assert "/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/" in res["msg"]
+    ok, res = run({"log_text": ROCE_LOG})
+    assert "link-local RoCE v1 GID" in res["summary"]
+
+
+def test_tcp_provider_of_aws_ofi_nccl_is_a_fallback(run):
+    log = str(LOGS / "03-nccl2.4-ofi-plugin-tcp-provider-aws.log")
+    failed, res = run({"log_path": log, "forbid_fallback": True})
+    assert failed and "tcp;ofi_rxm" in res["msg"] and "not EFA" in res["msg"]
+    failed, res = run({"log_path": log})
+    assert not failed and "is TCP, not EFA/RDMA" in res["summary"]
+
+
+def test_ib_disabled_by_environment_is_named_as_the_cause(run):
+    failed, res = run({"log_path": str(LOGS / "20-ib-disable-1-socket-over-ipoib.log"), "expect_transport": "IB"})
+    assert failed and "NCCL_IB_DISABLE=1 is set" in res["msg"]
+
+
+@pytest.mark.parametrize("hcas", [["mlx5_4:1"], ["=mlx5_4"], ["mlx5_4:1,mlx5_4"]])
+def test_expect_hcas_accepts_nccl_ib_hca_forms(run, hcas):
+    failed, res = run({"log_path": str(LOGS / "18-nccl2.18-roce-gid-index-3-init-complete.log"), "expect_hcas": hcas})
+    assert not failed, res["msg"]
+
+
+def test_log_text_accepts_a_list_of_lines(run):
+    failed, res = run({"log_text": ROCE_LOG.split("\n")})
+    assert not failed and res["net_transport"] == "IB"
+
+
+@pytest.mark.parametrize("env, word", [({"NCCL_IB_DISABLE": True}, "env.NCCL_IB_DISABLE"), ({"A=B": "1"}, "'A=B'"),
+                                       ({"X": None}, "env.X"), ({"X": [1]}, "env.X")])
+def test_env_values_must_be_strings_or_numbers(run, env, word):
+    failed, res = run({"command": ["/bin/true"], "env": env})
+    assert failed and word in res["msg"]
+
+
+def test_command_given_as_one_string_is_explained(run):
+    failed, res = run({"command": "cat x.log"})
+    assert failed and "give an argv list" in res["msg"] and "[cat, x.log]" in res["msg"]
+
+
+def test_env_without_command_is_rejected(run):
+    failed, res = run({"log_text": ROCE_LOG, "env": {"A": "1"}})
+    assert failed and res["msg"] == "env applies to command only; it was given with log_text"
+
+
+def test_log_path_kinds_get_their_own_message(run, tmp_path):
+    link = tmp_path / "dangling"
+    link.symlink_to(tmp_path / "gone.log")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    gz = tmp_path / "run.log.gz"
+    gz.write_bytes(b"\x1f\x8b\x08\x00rest")
+    assert "symbolic link to a missing file" in run({"log_path": str(link)})[1]["msg"]
+    assert "not a regular file" in run({"log_path": str(fifo)})[1]["msg"]
+    assert "gzip-compressed" in run({"log_path": str(gz)})[1]["msg"]
+
+
+def test_unmet_expectation_of_a_failing_command_names_its_exit_code(run, tmp_path):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\ncat %s\nexit 3\n" % (LOGS / "27-roce-gpu-direct-rdma-disabled.log"))
+    script.chmod(0o755)
+    failed, res = run({"command": [str(script)], "expect_gdr": True})
+    assert failed and "the command exited with code 3" in res["msg"]
