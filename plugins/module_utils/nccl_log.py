@@ -67,7 +67,7 @@ MAX_BUSBW_ROWS = 1000
 
 # ---------------------------------------------------------------- regexes
 # "host:pid:tid [cudaDev] ": the host part may come truncated ("...-48") from a pasted or clipped log.
-_PREFIX = re.compile(r'(?<![\w.\-])([\w.\-]*[A-Za-z0-9_][\w.\-]*):(\d+):(\d+) \[(-?\d+)\] ')
+_PREFIX = re.compile(r'(?<![\w.\-])([\w.\-]+):(\d+):(\d+) \[(-?\d+)\] ')
 _TIMESTAMP = re.compile(r'^\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] ')
 # A log viewer's column of ISO timestamps (CloudWatch console copy: "  | 2025-05-16T16:39:51.208-07:00 | line", the
 # separator sometimes lost), stripped before the line is read.
@@ -77,11 +77,12 @@ _ANSI = re.compile(r'\x1b\[[0-9;?]*[A-Za-z]')
 # Ray's log deduplication appends " [repeated 15x across cluster]".
 _RAY_REPEATED = re.compile(r'\s*\[repeated \d+x across cluster\]\s*$')
 # Several NCCL lines joined into one by a terminal paste: split before each further "host:pid:tid [dev] NCCL INFO|WARN".
-_JOINED = re.compile(r'\s+(?=[\w.\-]*[A-Za-z0-9_][\w.\-]*:\d+:\d+ \[-?\d+\] NCCL (?:INFO|WARN) )')
+_JOINED = re.compile(r'\s+(?=[\w.\-]+:\d+:\d+ \[-?\d+\] NCCL (?:INFO|WARN) )')
 # A WARN anywhere in a line without the NCCL prefix ("[5] misc/ibvwrap.cc:173 NCCL WARN ..."): from its source location.
 _WARN_ANY = re.compile(r'(?:^|\s)((?:[\w./\-+]+:\d+(?: \([^)]*\))? )?NCCL WARN (.*))$')
 # NCCL INFO messages recognised even when a log shipper dropped "host:pid:tid [dev] NCCL INFO" as well.
-_BARE_INFO = re.compile(r'^(?:NET/\w+ ?:|NET/Plugin|Using (?:internal )?[Nn]etwork \w[\w.\-]*(?: \w[\w.\-]*)?\s*$|P2P plugin \S|Plugin Path : |Bootstrap ?: |'
+_BARE_INFO = re.compile(r'^(?:NET/\w+ ?:|NET/Plugin|Using (?:internal )?[Nn]etwork \w[\w.\-]*(?: \w[\w.\-]*)?\s*$|'
+                        r'P2P plugin \S|Plugin Path : |Bootstrap ?: |'
                         r'NCCL_[A-Z0-9_]+ set (?:by \w+(?: \w+)? )?to |(?:Channel|Ring) \d+(?:/\d+)? : \d|Trees \[|'
                         r'Connected NVLS|NVLS comm 0x|CollNet \d+|Assigned NET plugin |Initialized NET plugin |'
                         r'ncclCommInit\w* comm 0x|comm 0x[0-9a-f]+ rank \d+ n[Rr]anks \d+|\d+ coll channels, )')
@@ -109,7 +110,7 @@ _IFACE_IP = re.compile(r'(?:^|[\s\]])([A-Za-z][\w.\-]*):([0-9A-Fa-f.:%\w]+?)<\d+
 _ENV = re.compile(r'^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\s*$')
 _ENV_CONF = re.compile(r'^(NCCL_[A-Z0-9_]+) set by (?:environment|config file|[\w ]+) to (.*?)\s*$')
 # The network name NCCL prints: one or two words ("IB", "Socket", "IBext_v8", "AWS Libfabric").
-_USING_NET = re.compile(r'^Using (?:internal )?[Nn]etwork (\w[\w.\-]*(?: \w[\w.\-]*)?)\s*$')
+_USING_NET = re.compile(r'^Using (?:internal )?[Nn]etwork (\w[\w.\-]{0,63}(?: \w[\w.\-]{0,63})?)\s*$')
 _ASSIGNED = re.compile(r'^Assigned NET plugin (.+?) to comm')
 _RET = re.compile(r'^([\w./\-+]+\.(?:cc|cu|cpp|c|h|hpp)):(\d+) -> (\d+)(?: \[[^\]]*\])?\s*$')
 _RANK_NRANKS = re.compile(r'\brank (\d+) nranks (\d+)\b')
