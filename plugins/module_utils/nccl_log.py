@@ -1997,6 +1997,9 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
                         'container (/dev/infiniband, /sys/class/infiniband), NCCL_IB_DISABLE is unset, NCCL_IB_HCA matches '
                         'real device names and, for RoCE, NCCL_IB_GID_INDEX points at a RoCE v2 GID'
                         % _quote(result, ('ib_probe',), 2))
+            elif expect_transport.lower() == 'socket' and got and got != 'Socket':
+                msg += ('. NCCL found a usable RDMA network and preferred it; to force TCP sockets set NCCL_NET=Socket '
+                        '(or NCCL_IB_DISABLE=1 for the built-in IB transport)')
             elif expect_transport.lower() == 'ib' and got and got.startswith('plugin:'):
                 msg += ('. Likely cause: an external net plugin (libnccl-net.so, e.g. HPC-X) was loaded and took '
                         'precedence; set NCCL_NET=IB or NCCL_NET_PLUGIN=none to use the built-in verbs transport')
@@ -2027,7 +2030,8 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
         gdr = result.get('gdr')
         if gdr is None:
             findings.append('expected GPUDirect RDMA %s but the log shows no network connection line ("via NET/...") '
-                            'nor a "GPU Direct RDMA" line' % ('on' if expect_gdr else 'off'))
+                            'nor a "GPU Direct RDMA" line: run a collective that spans nodes (connections are made at '
+                            'the first one) and keep the INIT subsystem in NCCL_DEBUG_SUBSYS' % ('on' if expect_gdr else 'off'))
         elif gdr != expect_gdr and expect_gdr and result.get('mismatch'):
             findings.append('expected GPUDirect RDMA on, but processes chose different transports (%s), and GPUDirect '
                             'RDMA needs the RDMA one: fix the processes that are not on it first (see per_host)'

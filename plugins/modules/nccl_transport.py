@@ -310,6 +310,13 @@ def _expect_transport_hint(value):
     """Return an error for an expect_transport value that names a link layer or protocol instead of an NCCL network."""
     if value is None:
         return None
+    allowed = '(allowed: IB, Socket, or a net plugin name such as IBext or plugin:IBext_v8)'
+    name = value.strip()
+    if not (name[7:] if name.startswith('plugin:') else name).strip():
+        return 'expect_transport=%r names no network %s' % (value, allowed)
+    if name.startswith('NET/'):
+        return ('expect_transport=%s: give the network name NCCL prints after "NET/" (%s) %s'
+                % (value, name[4:].split('/')[0] or 'IB', allowed))
     words = {
         'roce': 'RoCE runs on NCCL\'s built-in IB transport: use expect_transport=IB expect_link_layer=RoCE',
         'infiniband': 'NCCL calls its verbs transport IB: use expect_transport=IB (and expect_link_layer=IB)',

@@ -343,3 +343,15 @@ def test_unmet_expectation_of_a_failing_command_names_its_exit_code(run, tmp_pat
     script.chmod(0o755)
     failed, res = run({"command": [str(script)], "expect_gdr": True})
     assert failed and "the command exited with code 3" in res["msg"]
+
+
+@pytest.mark.parametrize("value, word", [("", "names no network"), ("plugin:", "names no network"),
+                                         ("NET/IB", "(IB)"), ("NET/IBext_v8/0", "(IBext_v8)")])
+def test_expect_transport_that_names_no_network_is_rejected(run, value, word):
+    failed, res = run({"log_text": ROCE_LOG, "expect_transport": value})
+    assert failed and word in res["msg"] and "allowed: IB, Socket" in res["msg"]
+
+
+def test_expect_socket_when_rdma_was_used_says_how_to_force_sockets(run):
+    failed, res = run({"log_path": str(LOGS / "18-nccl2.18-roce-gid-index-3-init-complete.log"), "expect_transport": "Socket"})
+    assert failed and "NCCL_NET=Socket" in res["msg"]
