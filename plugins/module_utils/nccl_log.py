@@ -646,19 +646,23 @@ class NcclLogAnalyzer:
                 head, sep, tail = s.partition(' | ')
                 if sep and tail.strip() == head.strip():     # the viewer repeats the message after the column
                     s = head
-        m = _TIMESTAMP.match(s)
-        if m:
-            s = s[m.end():]
-        tag = None
-        for rx in (_WRAP_MPI, _WRAP_RAY, _WRAP_SLURM, _WRAP_TAG):
-            m = rx.match(s)
+        c0 = s[:1]
+        if c0 == '[':
+            m = _TIMESTAMP.match(s)
             if m:
-                tag = m.group(0).strip()
-                s = s[m.end():].lstrip()
-                m2 = _TIMESTAMP.match(s)
-                if m2:
-                    s = s[m2.end():]
-                break
+                s = s[m.end():]
+                c0 = s[:1]
+        tag = None
+        if c0 == '[' or c0 == '(' or c0.isdigit():      # the launcher wrappers start with one of these
+            for rx in (_WRAP_MPI, _WRAP_RAY, _WRAP_SLURM, _WRAP_TAG):
+                m = rx.match(s)
+                if m:
+                    tag = m.group(0).strip()
+                    s = s[m.end():].lstrip()
+                    m2 = _TIMESTAMP.match(s)
+                    if m2:
+                        s = s[m2.end():]
+                    break
         m = _PREFIX.search(s)
         proc = None
         if m and m.start() <= 64:
