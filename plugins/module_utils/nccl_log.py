@@ -1955,10 +1955,10 @@ def _gid_hints(result, sysfs_root):
         if g['kind'] == 'link-local':
             hca = g.get('hca') or 'NCCL device %s' % g['dev']
             v2 = roce_v2_ipv4_gid_index(sysfs_root, g['hca'], g['port']) if (sysfs_root and g.get('hca')) else None
+            sysfs_name = g.get('hca') or '<hca>'
             where = ('the RoCE v2 IPv4 GID on %s port %s is index %d' % (hca, g['port'], v2) if v2 is not None else
                      'use the RoCE v2 IPv4-mapped GID index of %s port %s (commonly 3; see show_gids or '
-                     '/sys/class/infiniband/%s/ports/%s/gid_attrs/types/)' % (hca, g['port'], g.get('hca') or '<hca>',
-                                                                               g['port']))
+                     '/sys/class/infiniband/%s/ports/%s/gid_attrs/types/)' % (hca, g['port'], sysfs_name, g['port']))
             hints.append('NCCL_IB_GID_INDEX=%s selects a link-local RoCE v1 GID (fe80::, line %s); %s'
                          % (g['gid_index'], g['line'], where))
     for e in result.get('errors', []):
