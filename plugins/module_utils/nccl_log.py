@@ -68,6 +68,11 @@ MAX_BUSBW_ROWS = 1000
 # ---------------------------------------------------------------- regexes
 # "host:pid:tid [cudaDev] ": the host part may come truncated ("...-48") from a pasted or clipped log.
 _PREFIX = re.compile(r'(?<![\w.\-])([\w.\-]+):(\d+):(\d+) \[(-?\d+)\] ')
+# The source location NCCL (or a net plugin) prints before WARN: "transport/net_ib.cc:93", "misc/socket.cc:50
+# (ncclSocketConnect)", or a plugin's C++ signature "tcpxResult_t tcpxCommProgress(tcpxComm*):1231".
+_WARN_LOC = r'(?:[\w./\-+]+|(?:[\w:<>*&~,]+ )*[\w:~<>]+\([^()]*\)(?: const)?):\d+'
+# The network name NCCL prints: up to five words ("IB", "Socket", "IBext_v8", "AWS Libfabric", "NCCL RDMA Plugin v6").
+_NET_NAME = r'\w[\w.\-]{0,63}(?: \w[\w.\-]{0,63}){0,4}'
 _TIMESTAMP = re.compile(r'^\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] ')
 # A log viewer's column of ISO timestamps (CloudWatch console copy: "  | 2025-05-16T16:39:51.208-07:00 | line", the
 # separator sometimes lost), stripped before the line is read.
@@ -79,9 +84,9 @@ _RAY_REPEATED = re.compile(r'\s*\[repeated \d+x across cluster\]\s*$')
 # Several NCCL lines joined into one by a terminal paste: split before each further "host:pid:tid [dev] NCCL INFO|WARN".
 _JOINED = re.compile(r'\s+(?=[\w.\-]+:\d+:\d+ \[-?\d+\] NCCL (?:INFO|WARN) )')
 # A WARN anywhere in a line without the NCCL prefix ("[5] misc/ibvwrap.cc:173 NCCL WARN ..."): from its source location.
-_WARN_ANY = re.compile(r'(?:^|\s)((?:[\w./\-+]+:\d+(?: \([^)]*\))? )?NCCL WARN (.*))$')
+_WARN_ANY = re.compile(r'(?:^|\s)((?:' + _WARN_LOC + r'(?: \([^)]*\))? )?NCCL WARN (.*))$')
 # NCCL INFO messages recognised even when a log shipper dropped "host:pid:tid [dev] NCCL INFO" as well.
-_BARE_INFO = re.compile(r'^(?:NET/\w+ ?:|NET/Plugin|Using (?:internal )?[Nn]etwork \w[\w.\-]*(?: \w[\w.\-]*)?\s*$|'
+_BARE_INFO = re.compile(r'^(?:NET/\w+ ?:|NET/Plugin|Using (?:internal )?[Nn]etwork ' + _NET_NAME + r'\s*$|'
                         r'P2P plugin \S|Plugin Path : |Bootstrap ?: |'
                         r'NCCL_[A-Z0-9_]+ set (?:by \w+(?: \w+)? )?to |(?:Channel|Ring) \d+(?:/\d+)? : \d|Trees \[|'
                         r'Connected NVLS|NVLS comm 0x|CollNet \d+|Assigned NET plugin |Initialized NET plugin |'
@@ -93,7 +98,7 @@ _WRAP_SLURM = re.compile(r'^(\d+): ')
 _WRAP_TAG = re.compile(r'^\[([\w.\-]+)\]: ?')
 _WRAP_RAY = re.compile(r'^\((?:[\w.\-]+ )?pid=(\d+)(?:, ip=([\w.:\-]+))?\) ')
 _RANK_TAG = re.compile(r'^\[Rank (\d+)\] ')
-_WARN_HEAD = re.compile(r'^(?:([\w./\-+]+:\d+)(?: \([^)]*\))? )?(?:NCCL )?WARN (.*)$')
+_WARN_HEAD = re.compile(r'^(?:(' + _WARN_LOC + r')(?: \([^)]*\))? )?(?:NCCL )?WARN (.*)$')
 _INFO_HEAD = re.compile(r'^(?:NCCL )?INFO (.*)$')
 _VERSION = re.compile(r'NCCL version (\d+\.\d+\.\d+)')
 _HOP = re.compile(r'^(?:Ring|Channel) (\d+)(?:/(\d+))? : (\d+)(?:\[[0-9a-fA-Fx]+\])? -> (\d+)(?:\[[0-9a-fA-Fx]+\])?'
@@ -109,8 +114,7 @@ _IB_DEV_LINE = re.compile(r'^NET/IB ?: \[(\d+)\] ?([\w.\-+]+):(\d+)/(IB|RoCE)\s*
 _IFACE_IP = re.compile(r'(?:^|[\s\]])([A-Za-z][\w.\-]*):([0-9A-Fa-f.:%\w]+?)<\d+>')
 _ENV = re.compile(r'^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\s*$')
 _ENV_CONF = re.compile(r'^(NCCL_[A-Z0-9_]+) set by (?:environment|config file|[\w ]+) to (.*?)\s*$')
-# The network name NCCL prints: one or two words ("IB", "Socket", "IBext_v8", "AWS Libfabric").
-_USING_NET = re.compile(r'^Using (?:internal )?[Nn]etwork (\w[\w.\-]{0,63}(?: \w[\w.\-]{0,63})?)\s*$')
+_USING_NET = re.compile(r'^Using (?:internal )?[Nn]etwork (' + _NET_NAME + r')\s*$')
 _ASSIGNED = re.compile(r'^Assigned NET plugin (.+?) to comm')
 _RET = re.compile(r'^([\w./\-+]+\.(?:cc|cu|cpp|c|h|hpp)):(\d+) -> (\d+)(?: \[[^\]]*\])?\s*$')
 _RANK_NRANKS = re.compile(r'\brank (\d+) nranks (\d+)\b')
@@ -144,6 +148,8 @@ _TESTS_FAIL = re.compile(r'(Test (?:NCCL|CUDA) failure .*|Test failure \S+)$')
 _WATCHDOG = re.compile(r'(\[Rank \d+\] Watchdog caught collective operation timeout.*)$')
 _TORCH_NCCL_ERR = re.compile(r'((?:torch\.distributed\.)?(?:DistBackendError|RuntimeError): NCCL error.*|NCCL error in: .*)$')
 _WC_STATUS = re.compile(r'(?:with (?:error|status)[ =]|status=)(?:IBV_WC_\w+\()?(\d+)')
+# connectNvls prints the NVLS heads / trees only when NVLS is set up: "NVLS Head  0:  0  8 16", "NVLS Trees : ...".
+_NVLS_TREE = re.compile(r'^NVLS (?:Head\s+\d+:(?:\s+-?\d+)+|Trees? ?:)')
 _NVLS_COMM = re.compile(r'^NVLS comm 0x[0-9a-f]+ headRank')
 
 # analyze_file's line filter: a line reaches the Python parser only when it holds one of these tokens (or when
@@ -811,6 +817,9 @@ class NcclLogAnalyzer:
                     proc.nvls = True
                     proc.intra['NVLS'] = proc.intra.get('NVLS') or lineno
                     self._evidence('nvls', lineno, raw)
+                elif _NVLS_TREE.match(msg):
+                    proc.nvls = True
+                    self._evidence('nvls', lineno, raw)
                 elif 'not available' in msg or 'not supported' in msg:
                     if proc.nvls is None:
                         proc.nvls = False
@@ -928,7 +937,7 @@ class NcclLogAnalyzer:
             self._evidence('gdr', lineno, raw)
             return
         if msg.startswith('NET/Socket'):
-            if 'Using' in msg:
+            if 'Using' in msg and _IFACE_IP.search(msg):      # not "Using 2 threads and 8 sockets per thread"
                 proc.socket_init_line = proc.socket_init_line or lineno
                 proc.socket_ifaces = _IFACE_IP.findall(msg)
                 self._ifaces(proc, msg, bootstrap=False)
@@ -1196,6 +1205,12 @@ def classify_error(text):
         return 'GID', 'GID lookup failed: check NCCL_IB_GID_INDEX and that the netdev has an IP address'
     if 'net/ofi' in low or 'plugin' in low or 'dlopen' in low or 'libnccl-net' in low:
         return 'plugin load', 'the external network plugin failed'
+    if 'proxy' in low and ('failed' in low or 'closed' in low or 'broken pipe' in low):
+        return 'proxy', ("NCCL's proxy thread lost a connection to a peer: that peer's process usually failed first "
+                         "(look for its own error: Cuda failure, out of memory, a killed rank) or the network dropped")
+    if 'does not loop back' in low or 'ring' in low and 'loop' in low:
+        return 'topology', ('the rings NCCL built are inconsistent between ranks: ranks see a different topology or '
+                            'different NCCL settings (NCCL_* variables, NCCL_TOPO_FILE) - make them identical on all nodes')
     if ('socket' in low or 'bootstrap' in low or 'connect' in low or low.startswith('net :')
             or ' net : ' in low or 'address' in low or 'connection' in low):
         return 'bootstrap', 'out-of-band TCP connection between ranks failed: check NCCL_SOCKET_IFNAME, firewalls and routes'
@@ -1534,12 +1549,13 @@ class _Summariser:
                         'text': "inferred: processes run different NCCL builds - %s prints '%s', %s prints '%s'" % disjoint})
         if net_transport == 'Socket' and multi_node is not False:
             for p in self.procs:
-                for iface, ip in p.socket_ifaces:
-                    if iface in _LOOPBACK_IFACES or ip.startswith('127.'):
+                loopback = [(i, ip) for i, ip in p.socket_ifaces if i in _LOOPBACK_IFACES or ip.startswith('127.')]
+                if loopback and len(loopback) == len(p.socket_ifaces):      # another interface would reach the peers
+                    for iface, ip in loopback[:1]:
                         out.append({'line': p.socket_init_line, 'category': 'socket on loopback', 'inferred': True,
-                                    'text': 'inferred: the socket transport is bound to %s (%s), which cannot reach other hosts; '
-                                            'set NCCL_SOCKET_IFNAME to a routable interface' % (iface, ip)})
-                        return out
+                                    'text': 'inferred: the socket transport is bound to %s (%s), which cannot reach other '
+                                            'hosts; set NCCL_SOCKET_IFNAME to a routable interface' % (iface, ip)})
+                    return out
         return out
 
     def _plugin(self):

@@ -500,7 +500,7 @@ def test_messages_without_any_nccl_prefix_are_read():
         "NET/IB : Using [0]ibp0:1/IB/SHARP [1]ibp1:1/IB/SHARP [RO]; OOB eth0:10.7.147.73<0>",
         "P2P plugin IBext_v8",
         "Using network IBext_v8",
-        "Using network settings from the launcher",      # an application's words, not NCCL's: ignored
+        "Using network settings from the launcher config file",      # an application's words, not NCCL's: ignored
     ]))
     assert [d["name"] for d in r["ib_devices"]] == ["ibp0", "ibp1"]
     assert r["net_transport"] == "plugin:IBext_v8"
@@ -564,3 +564,39 @@ def test_local_ranks_alone_do_not_prove_a_single_node():
     r = analyze_text("worker-0:5:6 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n"
                      "worker-0:7:8 [1] NCCL INFO Channel 00/0 : 1[1] -> 2[2] via P2P/CUMEM\n")
     assert r["multi_node"] is None
+
+
+def test_network_name_of_several_words_is_kept_as_printed():
+    r = analyze_text("n1:1:1 [0] NCCL INFO Using network NCCL RDMA Plugin v6\n")
+    assert r["net_transport"] == "plugin:NCCL RDMA Plugin v6"
+
+
+def test_warn_location_may_be_a_plugin_cxx_signature():
+    r = analyze_text("[0] tcpxResult_t tcpxCommProgress(tcpxComm*):1231 NCCL WARN 0xadca:0xadcb, nic 0, enp12s0 rx ctrl timeout\n")
+    assert r["errors"][0]["text"].startswith("tcpxResult_t tcpxCommProgress(tcpxComm*):1231 NCCL WARN ")
+
+
+def test_socket_with_a_routable_interface_besides_loopback_is_not_flagged():
+    both = analyze_text("n1:1:1 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth0:172.17.0.2<0>\n"
+                        "n1:1:1 [0] NCCL INFO Using network Socket\n")
+    only = analyze_text("n1:1:1 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>\nn1:1:1 [0] NCCL INFO Using network Socket\n")
+    assert not [e for e in both["errors"] if e["category"] == "socket on loopback"]
+    assert [e["category"] for e in only["errors"]] == ["socket on loopback"]
+
+
+def test_nvls_heads_mean_nvls():
+    r = analyze_text("n1:1:1 [0] NCCL INFO NVLS Head  0:  0  8 16\n")
+    assert r["nvls"] is True and r["intra_node"] == []
+
+
+def test_socket_thread_count_line_is_not_the_socket_choice():
+    r = analyze_text("n1:1:1 [0] NCCL INFO NET/Socket: Using 2 threads and 8 sockets per thread\n")
+    assert r["net_transport"] is None and r["fallback_to_socket"] is None
+
+
+@pytest.mark.parametrize("text, category", [
+    ("proxy.cc:1119 NCCL WARN [Proxy Service 9] Failed to execute operation Connect from rank 9, retcode 6", "proxy"),
+    ("graph/connect.cc:123 NCCL WARN Error : ring 0 does not loop back to start (5 != 0)", "topology"),
+])
+def test_proxy_and_ring_warns_are_classified(text, category):
+    assert analyze_text("n1:1:1 [0] " + text + "\n")["errors"][0]["category"] == category
