@@ -116,7 +116,8 @@ _ENV = re.compile(r'^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\s*$')
 _ENV_CONF = re.compile(r'^(NCCL_[A-Z0-9_]+) set by (?:environment|config file|[\w ]+) to (.*?)\s*$')
 _USING_NET = re.compile(r'^Using (?:internal )?[Nn]etwork (' + _NET_NAME + r')\s*$')
 _ASSIGNED = re.compile(r'^Assigned NET plugin (.+?) to comm')
-_RET = re.compile(r'^([\w./\-+]+\.(?:cc|cu|cpp|c|h|hpp)):(\d+) -> (\d+)(?: \[[^\]]*\])?\s*$')
+# Return-code frame: "init.cc:903 -> 5", "... -> 2 [Proxy Thread]", "misc/socket.cc:100 -> 2 (Connection refused)" (EQCHECK).
+_RET = re.compile(r'^([\w./\-+]+\.(?:cc|cu|cpp|c|h|hpp)):(\d+) -> (\d+)(?:\s+\S.*)?$')
 _RANK_NRANKS = re.compile(r'\brank (\d+) nranks (\d+)\b')
 # "comm 0x.. rank 6 nRanks 8 nNodes 1 localRanks 8 localRank 6 MNNVL 0" (2.1x+): the communicator's node count.
 _NNODES = re.compile(r'\brank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+)')
@@ -146,7 +147,8 @@ _TESTS_AVG = re.compile(r'^#\s*Avg bus bandwidth\s*:\s*([\d.]+)')
 _TESTS_ROW = re.compile(r'^\s*(\d+)\s+(\d+)\s+(\w+)\s+(.*)$')
 _TESTS_FAIL = re.compile(r'(Test (?:NCCL|CUDA) failure .*|Test failure \S+)$')
 _WATCHDOG = re.compile(r'(\[Rank \d+\] Watchdog caught collective operation timeout.*)$')
-_TORCH_NCCL_ERR = re.compile(r'((?:torch\.distributed\.)?(?:DistBackendError|RuntimeError): NCCL error.*|NCCL error in: .*)$')
+_TORCH_NCCL_ERR = re.compile(r'((?:torch\.distributed\.)?(?:DistBackendError|RuntimeError): NCCL error.*|NCCL error in: .*|'
+                             r'(?<=what\(\):  )NCCL error.*)$')
 _WC_STATUS = re.compile(r'(?:with (?:error|status)[ =]|status=)(?:IBV_WC_\w+\()?(\d+)')
 # connectNvls prints the NVLS heads / trees only when NVLS is set up: "NVLS Head  0:  0  8 16", "NVLS Trees : ...".
 _NVLS_TREE = re.compile(r'^NVLS (?:Head\s+\d+:(?:\s+-?\d+)+|Trees? ?:)')
@@ -1184,6 +1186,12 @@ def classify_error(text):
     if low.startswith('ras/') or ' ras/' in low or low.startswith('ras '):
         return 'RAS', ("NCCL's RAS monitoring service (2.24+) failed; it does not carry collective traffic - a bind failure "
                        "usually means another job on the host already uses the RAS port (NCCL_RAS_ADDR)")
+    if 'shmutils' in low or '/dev/shm' in low or 'shared memory segment' in low:
+        return 'shared memory', ('NCCL could not create its shared-memory segment: the container\'s /dev/shm is too small '
+                                 '(docker --shm-size=..., Kubernetes an emptyDir with medium: Memory at /dev/shm, or --ipc=host)')
+    if 'async event' in low and any(w in low for w in ('client reregistration', 'sm change', 'lid change', 'pkey change',
+                                                        'gid table change', 'port active')):
+        return 'IB event', 'a subnet manager notice about the port, not an error by itself'
     if 'libibverbs' in low:
         return 'device', ('libibverbs could not be loaded: NCCL cannot use InfiniBand/RoCE and falls back to sockets - install '
                           'the rdma-core user space (libibverbs / rdma-core, or DOCA-OFED / MLNX_OFED)')
@@ -1205,7 +1213,7 @@ def classify_error(text):
         return 'GID', 'GID lookup failed: check NCCL_IB_GID_INDEX and that the netdev has an IP address'
     if 'net/ofi' in low or 'plugin' in low or 'dlopen' in low or 'libnccl-net' in low:
         return 'plugin load', 'the external network plugin failed'
-    if 'proxy' in low and ('failed' in low or 'closed' in low or 'broken pipe' in low):
+    if low.startswith('proxy.cc') or 'proxy' in low and ('failed' in low or 'closed' in low or 'broken pipe' in low):
         return 'proxy', ("NCCL's proxy thread lost a connection to a peer: that peer's process usually failed first "
                          "(look for its own error: Cuda failure, out of memory, a killed rank) or the network dropped")
     if 'does not loop back' in low or 'ring' in low and 'loop' in low:

@@ -206,8 +206,8 @@ fallback_to_socket:
 errors:
   description:
     - Each distinct WARN / error line with C(line) (1-based line number of its first occurrence), C(text), C(category)
-      (bootstrap, device, GID, QP, completion, proxy, topology, timeout, duplicate GPU, plugin load, return code,
-      nccl-tests, framework, system, RAS, other), C(count), C(hosts) and, when known, C(meaning) (for completions, the
+      (bootstrap, device, GID, QP, completion, proxy, topology, shared memory, IB event, timeout, duplicate GPU,
+      plugin load, return code, nccl-tests, framework, system, RAS, other), C(count), C(hosts) and, when known, C(meaning) (for completions, the
       ibv_wc_status name).
     - Entries with C(inferred=true) and a text starting with C(inferred:) are conclusions no single line states
       (transport mismatch, version mismatch, socket on loopback).

@@ -600,3 +600,26 @@ def test_socket_thread_count_line_is_not_the_socket_choice():
 ])
 def test_proxy_and_ring_warns_are_classified(text, category):
     assert analyze_text("n1:1:1 [0] " + text + "\n")["errors"][0]["category"] == category
+
+
+def test_return_code_frames_with_trailing_text_join_the_chain():
+    r = analyze_text("\n".join("n1:5:5 [0] NCCL INFO %s" % f for f in (
+        "misc/socket.cc:100 -> 2 (Connection refused)", "misc/socket.cc:607 -> 2 socketWait(...)",
+        "bootstrap.cc:868 -> 2 ncclSocketConnect()")) + "\n")
+    assert [e["text"] for e in r["errors"]] == ["misc/socket.cc:100 -> 2 ... bootstrap.cc:868 -> 2"]
+
+
+def test_pytorch_what_line_is_a_framework_error():
+    r = analyze_text("  what():  NCCL error: unhandled system error, NCCL version 2.14.3\n")
+    assert [e["text"] for e in r["errors"]] == ["NCCL error: unhandled system error, NCCL version 2.14.3"]
+
+
+@pytest.mark.parametrize("text, category", [
+    ("misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-ab12 to 9637892 bytes", "shared memory"),
+    ("transport/net_ib.cc:93 NCCL WARN NET/IB : mlx5_0:1 Got async event : client reregistration", "IB event"),
+    ("transport/net_ib.cc:93 NCCL WARN NET/IB : mlx5_0:1 Got async event : GID table change", "IB event"),
+    ("proxy.cc:1485 NCCL WARN [Service thread] Error encountered progressing operation=Connect, res=3, closing connection",
+     "proxy"),
+])
+def test_more_warns_are_classified(text, category):
+    assert analyze_text("n1:1:1 [0] " + text + "\n")["errors"][0]["category"] == category
