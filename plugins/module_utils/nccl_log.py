@@ -144,7 +144,7 @@ _OFI_PROVIDER = re.compile(r'^NET/OFI Selected [Pp]rovider is (\S+?)(?: \(found 
 _TESTS_RANK = re.compile(r'^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)')
 _TESTS_HEADER = re.compile(r'^#\s+size\s+count\s+type\s')
 _TESTS_AVG = re.compile(r'^#\s*Avg bus bandwidth\s*:\s*([\d.]+)')
-_TESTS_ROW = re.compile(r'^\s*(\d+)\s+(\d+)\s+(\w+)\s+(.*)$')
+_TESTS_ROW = re.compile(r'^\s*(\d+)\s+(\d+)\s+([A-Za-z]\w*)\s+(.*)$')      # size count type ... (a dtype name)
 _TESTS_FAIL = re.compile(r'(Test (?:NCCL|CUDA) failure .*|Test failure \S+)$')
 _WATCHDOG = re.compile(r'(\[Rank \d+\] Watchdog caught collective operation timeout.*)$')
 _TORCH_NCCL_ERR = re.compile(r'((?:torch\.distributed\.)?(?:DistBackendError|RuntimeError): NCCL error.*|NCCL error in: .*|'
@@ -292,7 +292,10 @@ class _ChunkScanner:
             state[1] = s
             return base + state[0] + 1
 
-        self.take_many([data[s:e] for s, e in zip(starts, ends)], lineno_of)
+        lines = [data[s:e] for s, e in zip(starts, ends)]
+        if any(e - s > _LINE_BYTES for s, e in zip(starts, ends)):
+            lines = _heads(lines)
+        self.take_many(lines, lineno_of)
         return state[0] + count(b'\n', state[1]) + 1
 
     def take_many(self, lines, lineno_of, check=False):
@@ -589,6 +592,8 @@ class NcclLogAnalyzer:
         """
         self.lineno += 1
         raw = line if isinstance(line, bytes) else line.encode('utf-8', 'replace')
+        if len(raw) > _LINE_BYTES:
+            raw = raw[:_LINE_BYTES]     # a line is read up to its first _LINE_BYTES bytes, in every input mode
         if _wanted(raw.rstrip(b'\r\n')):
             self.feed_at(raw, self.lineno)
 
@@ -1180,6 +1185,10 @@ def _table_row(columns, fields):
     return row
 
 
+# ibv async events that report a subnet manager / port change rather than a failure.
+_IB_SM_EVENTS = ('client reregistration', 'sm change', 'lid change', 'pkey change', 'gid table change', 'port active')
+
+
 def classify_error(text):
     """Return (category, meaning) for a WARN / error line."""
     low = text.lower()
@@ -1189,8 +1198,7 @@ def classify_error(text):
     if 'shmutils' in low or '/dev/shm' in low or 'shared memory segment' in low:
         return 'shared memory', ('NCCL could not create its shared-memory segment: the container\'s /dev/shm is too small '
                                  '(docker --shm-size=..., Kubernetes an emptyDir with medium: Memory at /dev/shm, or --ipc=host)')
-    if 'async event' in low and any(w in low for w in ('client reregistration', 'sm change', 'lid change', 'pkey change',
-                                                        'gid table change', 'port active')):
+    if 'async event' in low and any(w in low for w in _IB_SM_EVENTS):
         return 'IB event', 'a subnet manager notice about the port, not an error by itself'
     if 'libibverbs' in low:
         return 'device', ('libibverbs could not be loaded: NCCL cannot use InfiniBand/RoCE and falls back to sockets - install '
@@ -1676,23 +1684,58 @@ def analyze_file(path, chunk_size=1 << 23, use_grep=True):
         return _python_scan(fh, chunk_size).result()
 
 
+def _heads(lines):
+    """``lines`` with each line longer than _LINE_BYTES cut to its head, or dropped when the head is not selected."""
+    out = []
+    for line in lines:
+        if len(line) > _LINE_BYTES:
+            line = line[:_LINE_BYTES]
+            if not _wanted(line):
+                line = b''      # an empty line: nothing to analyse, but it keeps the numbering of take_many
+        out.append(line)
+    return out
+
+
+# Bytes of one line kept while it is read (a line is analysed up to its first MAX_LINE characters; UTF-8 needs at most
+# 4 bytes a character, and grep adds "N:"): a log with a huge line without newlines stays in bounded memory.
+_LINE_BYTES = 4 * MAX_LINE + 32
+
+
 def _python_scan(fh, chunk_size):
     an = NcclLogAnalyzer()
     scanner = _ChunkScanner(an)
     base = 0
     rest = b''
+    long_line = None     # the head of a line longer than _LINE_BYTES, while its end is skipped
     while True:
         data = fh.read(chunk_size)
         if not data:
             break
+        if long_line is not None:
+            nl = data.find(b'\n')
+            if nl < 0:
+                continue
+            # The long line ends here: analyse its head like any other line (selection on the head).
+            line, long_line = long_line, None
+            base += 1
+            if _wanted(line):
+                scanner.take(line, base)
+            data = data[nl + 1:]
+            if not data:
+                continue
         if rest:
             data = rest + data
         cut = data.rfind(b'\n')
         if cut < 0:
-            rest = data
+            if len(data) > _LINE_BYTES:
+                long_line, rest = data[:_LINE_BYTES], b''
+            else:
+                rest = data
             continue
         rest = data[cut + 1:]
         base += scanner.chunk(data[:cut], base)
+    if long_line is not None:
+        rest = long_line
     if rest:
         base += 1
         an.feed_at(rest, base)
@@ -1730,20 +1773,20 @@ def _c_env():
 
 
 def _last_line(fh, size):
-    """The last line of the open file ``fh`` of ``size`` bytes, which does not end with a newline."""
+    """The last line (up to its first _LINE_BYTES bytes) of the open file ``fh`` of ``size`` bytes, which does not end
+    with a newline."""
     pos = size
-    parts = []
+    start = 0
     while pos > 0:
         step = min(1 << 16, pos)
         pos -= step
         fh.seek(pos)
-        block = fh.read(step)
-        cut = block.rfind(b'\n')
+        cut = fh.read(step).rfind(b'\n')
         if cut >= 0:
-            parts.append(block[cut + 1:])
+            start = pos + cut + 1
             break
-        parts.append(block)
-    return b''.join(reversed(parts))
+    fh.seek(start)
+    return fh.read(min(_LINE_BYTES, size - start))
 
 
 def _grep_scan(path, fh):
@@ -1865,20 +1908,31 @@ def _take_grep_output(scanner, fd, offset):
     take_many = scanner.take_many
     rest = b''
     last = offset
+    skipping = False    # the end of a line longer than _LINE_BYTES is being dropped
     while True:
         block = read(fd, 1 << 20)
         if not block:
             break
+        if skipping:
+            nl = block.find(b'\n')
+            if nl < 0:
+                continue
+            block, skipping = block[nl:], False
         if rest:
             block = rest + block
         cut = block.rfind(b'\n')
         if cut < 0:
-            rest = block
+            if len(block) > _LINE_BYTES + 24:
+                rest, skipping = block[:_LINE_BYTES + 24], True
+            else:
+                rest = block
             continue
         rest = block[cut + 1:]
         items = block[:cut].split(b'\n')
-        take_many(list(map(_AFTER_COLON, map(_PARTITION_COLON, items))),
-                  lambda i, items=items: int(items[i].partition(b':')[0]) + offset, True)
+        lines = list(map(_AFTER_COLON, map(_PARTITION_COLON, items)))
+        if len(block) > _LINE_BYTES and any(len(x) > _LINE_BYTES for x in lines):
+            lines = [x[:_LINE_BYTES] for x in lines]        # take_many re-applies _wanted to the head
+        take_many(lines, lambda i, items=items: int(items[i].partition(b':')[0]) + offset, True)
         last = int(items[-1].partition(b':')[0]) + offset
     return None if rest else last
 
@@ -1955,7 +2009,9 @@ def _transport_matches(expected, got):
         exp = exp[7:]
     if not got.startswith('plugin:'):
         return False
-    name = got[7:]
+    name, exp = got[7:].lower(), exp.lower()
+    if 'libfabric' in name and exp in ('libfabric', 'aws libfabric', 'ofi', 'aws-ofi-nccl'):
+        return True     # aws-ofi-nccl calls its network "AWS Libfabric" in older releases, "Libfabric" in newer ones
     return name == exp or (re.match(r'^' + re.escape(exp) + r'_v\d+$', name) is not None)
 
 
@@ -2008,7 +2064,11 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
         bad = dict((k, v['net_transport']) for k, v in per.items()
                    if v['net_transport'] is not None and not _transport_matches(expect_transport, v['net_transport']))
         got = result.get('net_transport')
-        if got is None and not bad:
+        if got is None and not bad and result.get('multi_node') is False:
+            findings.append('expected transport %s but this is a single-node job: NCCL moved data between GPUs with %s and '
+                            'used no network transport; run across two or more nodes to test it'
+                            % (expect_transport, ', '.join(result.get('intra_node') or []) or 'intra-node transports'))
+        elif got is None and not bad:
             findings.append('expected transport %s but the log does not show which transport NCCL selected (no '
                             '"Using network", device list or "via NET/..." line): run with NCCL_DEBUG=INFO and keep the '
                             'init output' % expect_transport)
@@ -2017,7 +2077,12 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
             if bad:
                 msg += ' on %s' % ', '.join(sorted(bad)[:5])
             msg += ' (evidence: %s)' % _quote(result, ('hop', 'selection', 'socket', 'ib_probe', 'plugin'))
-            if (got == 'Socket' or 'Socket' in bad.values()) and result.get('ib_disabled_by_env') \
+            ib_missing = any('libibverbs' in e.get('text', '') for e in result.get('errors') or []) or any(
+                'libibverbs' in ev.get('text', '') for ev in (result.get('evidence') or {}).get('ib_probe', []))
+            if (got == 'Socket' or 'Socket' in bad.values()) and ib_missing and expect_transport.lower() != 'socket':
+                msg += ('. Cause: libibverbs could not be loaded (%s): install the rdma-core user space (libibverbs1 / '
+                        'rdma-core, or DOCA-OFED) in the image or on the host' % _quote(result, ('ib_probe',), 1))
+            elif (got == 'Socket' or 'Socket' in bad.values()) and result.get('ib_disabled_by_env') \
                     and expect_transport.lower() != 'socket':
                 msg += ('. Cause: NCCL_IB_DISABLE=1 is set (echoed in the log); unset it or set it to 0')
             elif (got == 'Socket' or 'Socket' in bad.values()) and expect_transport.lower() != 'socket':
@@ -2060,6 +2125,9 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
             findings.append('expected GPUDirect RDMA %s but the log shows no network connection line ("via NET/...") '
                             'nor a "GPU Direct RDMA" line: run a collective that spans nodes (connections are made at '
                             'the first one) and keep the INIT subsystem in NCCL_DEBUG_SUBSYS' % ('on' if expect_gdr else 'off'))
+        elif gdr != expect_gdr and expect_gdr and result.get('net_transport') == 'Socket':
+            findings.append('expected GPUDirect RDMA on, but NCCL moved data over TCP sockets, which have no GPUDirect RDMA: '
+                            'fix the socket fallback first (evidence: %s)' % _quote(result, ('selection', 'socket', 'ib_probe'), 2))
         elif gdr != expect_gdr and expect_gdr and result.get('mismatch'):
             findings.append('expected GPUDirect RDMA on, but processes chose different transports (%s), and GPUDirect '
                             'RDMA needs the RDMA one: fix the processes that are not on it first (see per_host)'
@@ -2077,9 +2145,15 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
         wanted = [h for item in expect_hcas for h in re.split(r'[,\s]+', item.strip().lstrip('=^')) if h]
         missing = [h for h in wanted if h not in (ports if ':' in h else names)]
         if missing:
-            findings.append('expected HCAs %s but NCCL listed %s (evidence: %s). Likely cause: NCCL_IB_HCA excludes them, '
-                            'the port is down, or the device is not visible to the process'
-                            % (', '.join(missing), ', '.join(sorted(names)) or 'none', _quote(result, ('ib_devices', 'ib_probe'), 2)))
+            if result.get('ib_disabled_by_env'):
+                why = 'NCCL_IB_DISABLE=1 is set, so NCCL lists no HCA'
+            elif any('libibverbs' in e.get('text', '') for e in result.get('errors') or []):
+                why = 'libibverbs could not be loaded, so NCCL sees no HCA (install rdma-core)'
+            else:
+                why = 'NCCL_IB_HCA excludes them, the port is down, or the device is not visible to the process'
+            findings.append('expected HCAs %s but NCCL listed %s (evidence: %s). Likely cause: %s'
+                            % (', '.join(missing), ', '.join(sorted(names)) or 'none', _quote(result, ('ib_devices', 'ib_probe'), 2),
+                               why))
     if forbid_fallback:
         tcp = [p for p in _providers(result) if _TCP_PROVIDER.search(p)]
         if tcp:
@@ -2097,5 +2171,5 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
                 ', '.join(t for t in result['net_transports'] if t != 'Socket'),
                 ', '.join('%s=%s' % (k, v['net_transport']) for k, v in sorted(per.items()) if v['net_transport'])[:500]))
     if findings:
-        findings.extend(_gid_hints(result, sysfs_root))
+        findings.extend(h for h in _gid_hints(result, sysfs_root) if h not in findings)
     return findings

@@ -314,9 +314,13 @@ def _expect_transport_hint(value):
     name = value.strip()
     if not (name[7:] if name.startswith('plugin:') else name).strip():
         return 'expect_transport=%r names no network %s' % (value, allowed)
+    if name.lower() == 'plugin:ib':
+        return 'expect_transport=%s: IB is NCCL\'s built-in transport (2.27+ calls it a plugin): use expect_transport=IB' % value
     if name.startswith('NET/'):
         return ('expect_transport=%s: give the network name NCCL prints after "NET/" (%s) %s'
                 % (value, name[4:].split('/')[0] or 'IB', allowed))
+    if not re.match(r'^[\w.:\- ]+$', name):
+        return 'expect_transport=%r is not a network name %s' % (value, allowed)
     words = {
         'roce': 'RoCE runs on NCCL\'s built-in IB transport: use expect_transport=IB expect_link_layer=RoCE',
         'infiniband': 'NCCL calls its verbs transport IB: use expect_transport=IB (and expect_link_layer=IB)',
@@ -334,7 +338,13 @@ def _expect_transport_hint(value):
 def summarize(result):
     """One line an operator reads first: what NCCL selected, on which HCAs, and what looks wrong."""
     transport = result.get('net_transport')
-    parts = ['NCCL %s' % result['nccl_version'] if isinstance(result.get('nccl_version'), str) else 'NCCL (version not shown)']
+    version = result.get('nccl_version')
+    if isinstance(version, str):
+        parts = ['NCCL %s' % version]
+    elif version:
+        parts = ['NCCL versions %s (processes differ)' % ', '.join(version)]
+    else:
+        parts = ['NCCL (version not shown)']
     if transport is None:
         parts.append('network transport not shown in the log')
     else:
@@ -345,9 +355,17 @@ def summarize(result):
         devices = ['%s:%s' % (d.get('name'), d.get('port')) for d in result.get('ib_devices') or []]
         if devices:
             text += ' (%s)' % ', '.join(devices)
+        if transport == 'Socket' and result.get('ib_disabled_by_env'):
+            text += ' (NCCL_IB_DISABLE=1)'
         parts.append(text)
-    if result.get('gdr') is not None:
+    gdrs = set(v.get('gdr') for v in (result.get('per_host') or {}).values() if v.get('gdr') is not None)
+    if len(gdrs) > 1:
+        parts.append('GPUDirect RDMA on some processes only (see per_host)')
+    elif result.get('gdr') is not None and transport != 'Socket':
         parts.append('GPUDirect RDMA %s' % ('on' if result['gdr'] else 'off'))
+    for e in result.get('errors') or []:
+        if e.get('category') == 'socket on loopback':
+            parts.append('WARNING: the socket transport is on a loopback interface')
     if result.get('multi_node') is not None:
         parts.append('multi-node' if result['multi_node'] else 'single node')
     if result.get('fallback_to_socket'):
@@ -366,6 +384,20 @@ def summarize(result):
     if result.get('errors'):
         parts.append('%d warning/error line(s) classified in errors' % len(result['errors']))
     return '; '.join(parts)
+
+
+def _expect_hcas_problem(hcas):
+    """A message when an expect_hcas item is not an HCA name or name:port, else None."""
+    for item in hcas or []:
+        text = '' if item is None else str(item).strip()
+        if text.startswith('^'):
+            return ('expect_hcas=%r: list the HCAs NCCL must use; the "^" exclude syntax of NCCL_IB_HCA is not an expectation'
+                    % item)
+        parts = [x for x in re.split(r'[,\s]+', text.lstrip('=')) if x]
+        if not parts or not all(re.match(r'^[A-Za-z][\w.\-]*(?::\d+)?$', x) for x in parts):
+            return ('expect_hcas=%r: give HCA names or name:port (mlx5_0, mlx5_0:1; NCCL_IB_HCA\'s "=" prefix is allowed)'
+                    % item)
+    return None
 
 
 def _log_path_problem(path):
@@ -401,6 +433,8 @@ def _env_problem(env):
     for key, value in env.items():
         if not re.match(r'^[A-Za-z_][A-Za-z0-9_]*$', str(key)):
             return 'env: %r is not a variable name (letters, digits and _, not starting with a digit)' % (key,)
+        if isinstance(value, str) and '\x00' in value:
+            return 'env.%s: the value contains a NUL byte' % key
         if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
             return ('env.%s: give a string or a number, e.g. "1" or "0" (got %r; YAML true/false would reach NCCL as '
                     '"True"/"False", which it reads as 0)' % (key, value))
@@ -429,7 +463,7 @@ def main():
     )
     p = module.params
     extra = {}
-    hint = _expect_transport_hint(p['expect_transport'])
+    hint = _expect_transport_hint(p['expect_transport']) or _expect_hcas_problem(p['expect_hcas'])
     if hint:
         module.fail_json(msg=hint, changed=False)
     if p['command'] is None:
@@ -455,7 +489,12 @@ def main():
         result = analyze_text(text)
     else:
         if not p['command']:
-            module.fail_json(msg='command: give an argv list, for example [all_reduce_perf, -g, 8]', changed=False)
+            module.fail_json(msg='give one of log_path (a log file), log_text (the log) or command (an argv list, for example '
+                                 '[all_reduce_perf, -g, 8])', changed=False)
+        if not p['command'][0].strip():
+            module.fail_json(msg='command: the program (first item) is empty', changed=False)
+        if p['chdir'] is not None and not os.path.isdir(p['chdir']):
+            module.fail_json(msg='chdir %r: no such directory' % p['chdir'], changed=False)
         if len(p['command']) == 1 and ' ' in p['command'][0].strip() and not os.path.exists(p['command'][0]):
             module.fail_json(msg='command: give an argv list, one item per argument (no shell), e.g. [%s]; got the single '
                                  'string %r' % (', '.join(p['command'][0].split()), p['command'][0]), changed=False)
@@ -472,6 +511,9 @@ def main():
         extra['rc'] = run['rc']
         if run['timed_out']:
             result.update(extra)
+            result['findings'] = check_expectations(result, p['expect_transport'], p['expect_link_layer'], p['expect_gdr'],
+                                                    p['expect_hcas'], p['forbid_fallback'], sysfs_root=p['sysfs_root'])
+            result['summary'] = summarize(result)
             if run['rc'] == 0:
                 why = 'it exited with code 0, but a process it left in the background kept its output open'
             else:
@@ -494,9 +536,10 @@ def main():
     result.update(extra)
     result['findings'] = findings
     result['summary'] = summarize(result)
+    if extra.get('rc'):
+        rc = extra['rc']
+        findings.append('the command was killed by signal %d' % -rc if rc < 0 else 'the command exited with code %s' % rc)
     if findings:
-        if extra.get('rc'):
-            findings.append('the command exited with code %s' % extra['rc'])
         module.fail_json(msg=' | '.join(findings), changed=False, **result)
     module.exit_json(changed=False, msg=result['summary'], **result)
 

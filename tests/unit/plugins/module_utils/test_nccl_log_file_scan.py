@@ -23,8 +23,10 @@ FIXTURES = nccl_log_fixtures()
 
 
 def reference(data):
+    """The documented rule, line by line: each line is read up to its first _LINE_BYTES bytes; it is analysed when that
+    head holds a token (or matches _LEADING); an unterminated last line is analysed unfiltered."""
     an = NcclLogAnalyzer()
-    lines = data.split(b"\n")
+    lines = [line[:nccl_log._LINE_BYTES] for line in data.split(b"\n")]
     last = lines.pop()
     for i, line in enumerate(lines):
         if _relevant(line) or _LEADING.match(line):
@@ -169,3 +171,21 @@ LINE_PARTS = st.sampled_from(many_comms(2, nranks=4, hosts=2)[:60] + [
 def test_fast_path_equals_reference_on_random_mixes(tmp_path, lines, final_newline, size):
     data = "\n".join(lines).encode() + (b"\n" if final_newline and lines else b"")
     check(tmp_path, data, chunk_sizes=(size,))
+
+
+def test_lines_longer_than_the_cap_are_read_by_their_head_in_every_path(tmp_path):
+    """A line is analysed up to its first _LINE_BYTES bytes (file paths at any chunk size, grep, text); a token only
+    in the dropped tail does not select it, and memory stays bounded whatever the line length."""
+    cap = nccl_log._LINE_BYTES
+    good = (P % (1, 10, 110, 0)).encode()
+    data = b"\n".join([
+        good + b"Using network IB " + b"x" * (cap + 10),                          # token in the head: read
+        good + b"x" * (cap + 10) + b" NET/IB : Using [0]mlx5_9:1/IB",            # token only in the tail: not read
+        good + b"NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>",
+        good + b"Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA " + b"y" * (3 * cap),
+        good + b"WARN " + b"z" * (2 * cap),                                       # unterminated last line
+    ])
+    check(tmp_path, data, chunk_sizes=(1 << 23, cap // 3, 4096))
+    r = analyze_file(str(tmp_path / "log"))
+    assert [d["name"] for d in r["ib_devices"]] == ["mlx5_0"]
+    assert r["lines"] == 5

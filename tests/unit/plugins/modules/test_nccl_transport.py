@@ -355,3 +355,66 @@ def test_expect_transport_that_names_no_network_is_rejected(run, value, word):
 def test_expect_socket_when_rdma_was_used_says_how_to_force_sockets(run):
     failed, res = run({"log_path": str(LOGS / "18-nccl2.18-roce-gid-index-3-init-complete.log"), "expect_transport": "Socket"})
     assert failed and "NCCL_NET=Socket" in res["msg"]
+
+
+def _sh_script(tmp_path, body):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.parametrize("tail, word", [("exit 3", "exited with code 3"), ("kill -SEGV $$", "killed by signal 11")])
+def test_a_failing_command_fails_even_without_expectations(run, tmp_path, tail, word):
+    failed, res = run({"command": [_sh_script(tmp_path, "cat %s\n%s" % (LOGS / "18-nccl2.18-roce-gid-index-3-init-complete.log", tail))]})
+    assert failed and word in res["msg"] and word in " ".join(res["findings"])
+
+
+def test_timeout_result_keeps_summary_and_findings(run, tmp_path):
+    body = "cat %s\nsleep 30" % (LOGS / "18-nccl2.18-roce-gid-index-3-init-complete.log")
+    failed, res = run({"command": [_sh_script(tmp_path, body)], "timeout": 2, "expect_transport": "Socket"})
+    assert failed and "timed out" in res["msg"]
+    assert res["summary"].startswith("NCCL 2.18.5") and res["findings"]
+
+
+@pytest.mark.parametrize("args, word", [
+    ({"command": ["/bin/true"], "chdir": "/nonexistent"}, "chdir '/nonexistent': no such directory"),
+    ({"command": [""]}, "the program (first item) is empty"),
+    ({"command": ["/bin/true"], "env": {"FOO": "a\x00b"}}, "env.FOO: the value contains a NUL byte"),
+    ({"log_text": ROCE_LOG, "expect_hcas": ["^mlx5_1"]}, "exclude syntax"),
+    ({"log_text": ROCE_LOG, "expect_hcas": [""]}, "give HCA names"),
+    ({"log_text": ROCE_LOG, "expect_hcas": ["mlx5_4:x"]}, "give HCA names"),
+    ({"log_text": ROCE_LOG, "expect_transport": "[IB]"}, "is not a network name"),
+    ({"log_text": ROCE_LOG, "expect_transport": "plugin:IB"}, "use expect_transport=IB"),
+])
+def test_bad_values_name_their_field(run, args, word):
+    failed, res = run(args)
+    assert failed and word in res["msg"]
+
+
+@pytest.mark.parametrize("log, expected", [("33-ibext-v8-64-ranks-nvls-tree-multinode.log", "ibext"),
+                                           ("29-ofi-efa-p5en-using-network-libfabric.log", "AWS Libfabric")])
+def test_plugin_expectation_ignores_case_and_the_aws_ofi_rename(run, log, expected):
+    failed, res = run({"log_path": str(LOGS / log), "expect_transport": expected})
+    assert not failed, res["msg"]
+
+
+def test_expect_gdr_on_a_socket_run_says_fix_the_fallback_first(run):
+    failed, res = run({"log_path": str(LOGS / "22-ib-disable-and-ibext-disable-socket-on-lo.log"), "expect_gdr": True})
+    assert failed and "TCP sockets, which have no GPUDirect RDMA" in res["msg"] and "nvidia_peermem" not in res["msg"]
+
+
+def test_gid_finding_is_not_repeated(run):
+    failed, res = run({"log_text": ROCE_LOG, "expect_link_layer": "RoCE", "expect_transport": "IB", "sysfs_root": "/nonexistent"})
+    gid = [f for f in res["findings"] if f.startswith("NCCL_IB_GID_INDEX=0")]
+    assert failed and len(gid) == 1
+
+
+def test_summary_names_differing_versions_and_partial_gdr(run):
+    log = "\n".join(["n1:1:1 [0] NCCL INFO NCCL version 2.18.5+cuda12.2",
+                     "n1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA",
+                     "n2:2:2 [0] NCCL INFO NCCL version 2.19.3+cuda12.3",
+                     "n2:2:2 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [send] via NET/IB/0"])
+    failed, res = run({"log_text": log})
+    assert "NCCL versions 2.18.5, 2.19.3 (processes differ)" in res["summary"]
+    assert "GPUDirect RDMA on some processes only" in res["summary"]
