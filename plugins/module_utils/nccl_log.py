@@ -2075,7 +2075,7 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
         elif bad or not _transport_matches(expect_transport, got):
             msg = 'expected transport %s but NCCL selected %s' % (expect_transport, ', '.join(sorted(set(bad.values()))) or got)
             if bad:
-                msg += ' on %s' % ', '.join(sorted(bad)[:5])
+                msg += ' on %s' % ', '.join(sorted(bad)[:5]) + (' and %d more' % (len(bad) - 5) if len(bad) > 5 else '')
             msg += ' (evidence: %s)' % _quote(result, ('hop', 'selection', 'socket', 'ib_probe', 'plugin'))
             ib_missing = any('libibverbs' in e.get('text', '') for e in result.get('errors') or []) or any(
                 'libibverbs' in ev.get('text', '') for ev in (result.get('evidence') or {}).get('ib_probe', []))
@@ -2138,7 +2138,8 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
                                 'older drivers, or use DMA-BUF with a 5.12+ kernel and NCCL 2.13+), and check '
                                 'NCCL_NET_GDR_LEVEL and the GPU-NIC PCIe distance (evidence: %s)' % _quote(result, ('gdr', 'hop')))
             else:
-                findings.append('expected GPUDirect RDMA off but NCCL uses it (evidence: %s)' % _quote(result, ('gdr',)))
+                findings.append('expected GPUDirect RDMA off but NCCL uses it (evidence: %s); to turn it off set '
+                                'NCCL_NET_GDR_LEVEL=LOC (or NCCL_NET_GDR_READ=0 for reads only)' % _quote(result, ('gdr',)))
     if expect_hcas:
         names = set(d['name'] for d in result.get('ib_devices') or [])
         ports = set('%s:%s' % (d['name'], d['port']) for d in result.get('ib_devices') or [])

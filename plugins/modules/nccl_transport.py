@@ -46,6 +46,8 @@ options:
       - Command to run, as an argv list (no shell), whose stdout and stderr are analysed, for example
         C([all_reduce_perf, -b, 8, -e, 1G, -f, 2, -g, 8]) or an C(mpirun ...) line.
       - C(NCCL_DEBUG=INFO) and C(LC_ALL=C) are added to its environment unless O(env) sets C(NCCL_DEBUG).
+      - The module fails when the command exits with a non-zero code or is killed by a signal (a failed run), with
+        the analysis of its output returned.
       - Mutually exclusive with O(log_path) and O(log_text).
     type: list
     elements: str
