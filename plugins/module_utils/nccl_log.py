@@ -2050,9 +2050,10 @@ def _gid_hints(result, sysfs_root):
 _TCP_PROVIDER = re.compile(r'(?:^|;)(?:tcp|sockets|udp)\b')
 
 
-def _providers(result):
+def tcp_providers(result):
+    """The libfabric providers of aws-ofi-nccl in ``result`` that run over TCP (tcp;ofi_rxm, sockets, udp), not EFA/RDMA."""
     prov = result.get('plugin_provider')
-    return [prov] if isinstance(prov, str) else list(prov or [])
+    return [p for p in ([prov] if isinstance(prov, str) else list(prov or [])) if _TCP_PROVIDER.search(p)]
 
 
 def check_expectations(result, expect_transport=None, expect_link_layer=None, expect_gdr=None, expect_hcas=None,
@@ -2156,7 +2157,7 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
                             % (', '.join(missing), ', '.join(sorted(names)) or 'none', _quote(result, ('ib_devices', 'ib_probe'), 2),
                                why))
     if forbid_fallback:
-        tcp = [p for p in _providers(result) if _TCP_PROVIDER.search(p)]
+        tcp = tcp_providers(result)
         if tcp:
             findings.append('aws-ofi-nccl runs on the libfabric provider %s, which is TCP, not EFA/RDMA (evidence: %s). '
                             'Likely cause: the EFA device or its driver is not visible to the process (FI_PROVIDER, '

@@ -305,7 +305,7 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import (
-    analyze_file, analyze_text, check_expectations, run_logged_command)
+    analyze_file, analyze_text, check_expectations, run_logged_command, tcp_providers)
 
 
 def _expect_transport_hint(value):
@@ -372,10 +372,8 @@ def summarize(result):
         parts.append('multi-node' if result['multi_node'] else 'single node')
     if result.get('fallback_to_socket'):
         parts.append('WARNING: fell back from IB to TCP sockets')
-    prov = result.get('plugin_provider')
-    for name in [prov] if isinstance(prov, str) else (prov or []):
-        if re.search(r'(?:^|;)(?:tcp|sockets|udp)\b', name):
-            parts.append('WARNING: aws-ofi-nccl provider %s is TCP, not EFA/RDMA' % name)
+    for name in tcp_providers(result):
+        parts.append('WARNING: aws-ofi-nccl provider %s is TCP, not EFA/RDMA' % name)
     for g in result.get('gid') or []:
         if g.get('kind') == 'link-local':
             parts.append('WARNING: GID index %s on %s port %s is a link-local RoCE v1 GID (see findings with '
