@@ -70,7 +70,7 @@ MAX_BUSBW_ROWS = 1000
 _PREFIX = re.compile(r'(?<![\w.\-])([\w.\-]+):(\d+):(\d+) \[(-?\d+)\] ')
 # The source location NCCL (or a net plugin) prints before WARN: "transport/net_ib.cc:93", "misc/socket.cc:50
 # (ncclSocketConnect)", or a plugin's C++ signature "tcpxResult_t tcpxCommProgress(tcpxComm*):1231".
-_WARN_LOC = r'(?:[\w./\-+]+|(?:[\w:<>*&~,]+ )*[\w:~<>]+\([^()]*\)(?: const)?):\d+'
+_WARN_LOC = r'(?:[\w./\-+]+|(?:[\w:<>*&~,]+ ){0,8}[\w:~<>]+\([^()]*\)(?: const)?):\d+'
 # The network name NCCL prints: up to five words ("IB", "Socket", "IBext_v8", "AWS Libfabric", "NCCL RDMA Plugin v6").
 _NET_NAME = r'\w[\w.\-]{0,63}(?: \w[\w.\-]{0,63}){0,4}'
 _TIMESTAMP = re.compile(r'^\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] ')
@@ -86,11 +86,17 @@ _JOINED = re.compile(r'\s+(?=[\w.\-]+:\d+:\d+ \[-?\d+\] NCCL (?:INFO|WARN) )')
 # A WARN anywhere in a line without the NCCL prefix ("[5] misc/ibvwrap.cc:173 NCCL WARN ..."): from its source location.
 _WARN_ANY = re.compile(r'(?:^|\s)((?:' + _WARN_LOC + r'(?: \([^)]*\))? )?NCCL WARN (.*))$')
 # NCCL INFO messages recognised even when a log shipper dropped "host:pid:tid [dev] NCCL INFO" as well.
-_BARE_INFO = re.compile(r'^(?:NET/\w+ ?:|NET/Plugin|Using (?:internal )?[Nn]etwork ' + _NET_NAME + r'\s*$|'
+# Without a prefix, "Using network X" is read only for network names NCCL and its usual plugins print (an
+# application's "Using network interface eth0" is not NCCL's).
+_BARE_NET_NAME = r'(?:IB|Socket|IBext\w*|(?:AWS )?Libfabric|NCCL RDMA Plugin v\d+|[A-Za-z]\w*_v\d+|FastSocket|\w*TCPX\w*)'
+_BARE_INFO = re.compile(r'^(?:NET/\w+ ?:|NET/Plugin|Using (?:internal )?[Nn]etwork ' + _BARE_NET_NAME + r'\s*$|'
                         r'P2P plugin \S|Plugin Path : |Bootstrap ?: |'
                         r'NCCL_[A-Z0-9_]+ set (?:by \w+(?: \w+)? )?to |(?:Channel|Ring) \d+(?:/\d+)? : \d|Trees \[|'
                         r'Connected NVLS|NVLS comm 0x|CollNet \d+|Assigned NET plugin |Initialized NET plugin |'
                         r'ncclCommInit\w* comm 0x|comm 0x[0-9a-f]+ rank \d+ n[Rr]anks \d+|\d+ coll channels, )')
+# Cheap test for a line that may hold a bare message once timestamps and wrappers are removed (_BARE_INFO decides).
+_BARE_HINT = re.compile(r'NET/|[Nn]etwork |P2P plugin |Plugin Path|Bootstrap|NCCL_[A-Z0-9_]+ set |Channel |Ring |Trees|NVLS|'
+                        r'CollNet|NET plugin|ncclCommInit|comm 0x| coll channels')
 # Markdown autolinks a code host adds to a pasted log: "[net_ib.cc:1909](http://net_ib.cc:1909/)" -> "net_ib.cc:1909".
 _AUTOLINK = re.compile(r'\[([^\[\]\s]+)\]\((?:https?://)?[^()\s]*\)')
 _WRAP_MPI = re.compile(r'^\[(\d+),(\d+)\]<(?:stdout|stderr)>:')
@@ -100,20 +106,20 @@ _WRAP_RAY = re.compile(r'^\((?:[\w.\-]+ )?pid=(\d+)(?:, ip=([\w.:\-]+))?\) ')
 _RANK_TAG = re.compile(r'^\[Rank (\d+)\] ')
 _WARN_HEAD = re.compile(r'^(?:(' + _WARN_LOC + r')(?: \([^)]*\))? )?(?:NCCL )?WARN (.*)$')
 _INFO_HEAD = re.compile(r'^(?:NCCL )?INFO (.*)$')
-_VERSION = re.compile(r'NCCL version (\d+\.\d+\.\d+)')
+_VERSION = re.compile(r'NCCL version (\d{1,6}\.\d{1,6}\.\d{1,6})')
 _HOP = re.compile(r'^(?:Ring|Channel) (\d+)(?:/(\d+))? : (\d+)(?:\[[0-9a-fA-Fx]+\])? -> (\d+)(?:\[[0-9a-fA-Fx]+\])?'
-                  r'(?: \[(send|receive)\])? via (.+?)\s*$')
-_COLLNET_HOP = re.compile(r'^(?:CollNet|Coll) (\d+)(?:/\d+)? : (\d+) \[(send|receive)\] via (.+?)\s*$')
+                  r'(?: \[(send|receive)\])? via (.*\S)\s*$')
+_COLLNET_HOP = re.compile(r'^(?:CollNet|Coll) (\d+)(?:/\d+)? : (\d+) \[(send|receive)\] via (.*\S)\s*$')
 # "NET/<name>/<dev>[(<proxy rank>)][/GDRDMA][/Shared]": the "(N)" is the PXN proxy rank (2.12+).
-_NET_VIA = re.compile(r'^(?:NET|COLLNET)/(.+?)/(\d+)(?:\((\d+)\))?((?:/\S+)*)$')
+_NET_VIA = re.compile(r'^(?:NET|COLLNET)/(.+?)/(\d+)(?:\((\d+)\))?((?:/[^/\s]+)*)$')
 _RING_LIST = re.compile(r'^(?:Channel|Ring) \d+(?:/\d+)? :((?:\s+\d+)+)\s*$')
 _TREES = re.compile(r'\[\d+\] ([-\d/]+)->(\d+)->(-?\d+)')
 _IB_DEV = re.compile(r'\[(\d+)\]\s?([\w.\-+]+):(\d+)/(IB|RoCE)')
 # 2.2/2.3 list the IB devices one per line: "NET/IB: [0] mlx5_1:1/IB".
 _IB_DEV_LINE = re.compile(r'^NET/IB ?: \[(\d+)\] ?([\w.\-+]+):(\d+)/(IB|RoCE)\s*$')
 _IFACE_IP = re.compile(r'(?:^|[\s\]])([A-Za-z][\w.\-]*):([0-9A-Fa-f.:%\w]+?)<\d+>')
-_ENV = re.compile(r'^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\s*$')
-_ENV_CONF = re.compile(r'^(NCCL_[A-Z0-9_]+) set by (?:environment|config file|[\w ]+) to (.*?)\s*$')
+_ENV = re.compile(r'^(NCCL_[A-Z0-9_]+) set (?:by environment )?to ((?:.*\S)?)\s*$')
+_ENV_CONF = re.compile(r'^(NCCL_[A-Z0-9_]+) set by (?:environment|config file|[\w ]+) to ((?:.*\S)?)\s*$')
 _USING_NET = re.compile(r'^Using (?:internal )?[Nn]etwork (' + _NET_NAME + r')\s*$')
 _ASSIGNED = re.compile(r'^Assigned NET plugin (.+?) to comm')
 # Return-code frame: "init.cc:903 -> 5", "... -> 2 [Proxy Thread]", "misc/socket.cc:100 -> 2 (Connection refused)" (EQCHECK).
@@ -125,7 +131,7 @@ _CHANNEL_SUMMARY = re.compile(r'(\d+) coll channels, (?:(\d+) collnet channels, 
 # QP connect trace: "NET/IB: Dev 0 Port 1 qpn 58 mtu 3 GID 3 (0/..)" (2.1x) and
 # "NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1047 mtu 5 query_ece={...} GID 0 (80FE/..)" (2.20+); "Dev" is NCCL's device index.
 _GID_TRACE = re.compile(r'^NET/IB ?: (?:NCCL (?:Merged)?Dev|Dev) (\d+) (?:IbDev \d+ )?Port (\d+) qpn (\d+) mtu (\d+) '
-                        r'(?:query_ece=(?:\{[^}]*\}|\S+) )?GID (\d+) \(([0-9A-Fa-f]+)/([0-9A-Fa-f]+)\)')
+                        r'(?:query_ece=(?:\{[^}]*\}|\S+) )?GID (\d+) \(([0-9A-Fa-f]{1,16})/([0-9A-Fa-f]{1,16})\)')
 # libibverbs could not be loaded (misc/ibvwrap.cc; WARN up to 2.18, INFO from 2.19), or the built-in IB transport failed to
 # initialise (2.27+): NCCL cannot use IB on this process.
 _IB_UNAVAILABLE = re.compile(r'^(?:Failed to open libibverbs\.so|Failed to initialize NET plugin IB\b)')
@@ -384,7 +390,7 @@ class _ChunkScanner:
             return None
         mi = _COMM_INIT.match(msg)
         if mi is None or b'NCCL version' in line or b' channels' in line or line.count(b'] NCCL ') > 1 or b'\x1b' in line \
-                or len(line) > MAX_LINE:
+                or len(line) > MAX_LINE or line.endswith(b'across cluster]'):
             return None
         return b'\x00%s\x00%s\x00%s' % (prefix, mi.group(1), mi.group(2))
 
@@ -425,7 +431,8 @@ class _ChunkScanner:
         an.feed_at(line, lineno)
 
     def _remember(self, key, line):
-        if not line.isascii() or b'](' in line or b'\x1b' in line or len(line) > MAX_LINE or line.count(b'] NCCL ') > 1:
+        if not line.isascii() or b'](' in line or b'\x1b' in line or len(line) > MAX_LINE or line.count(b'] NCCL ') > 1 \
+                or line.endswith(b'across cluster]'):
             return      # autolinks are rewritten and joined lines split before parsing: never replay those
         ms = _STRICT.match(line)
         if ms is None:
@@ -637,7 +644,7 @@ class NcclLogAnalyzer:
             if marker in line:
                 break
         else:
-            if not (self.tests_devices_seen or '#' in line or _BARE_INFO.match(line.lstrip())):
+            if not (self.tests_devices_seen or '#' in line or _BARE_HINT.search(line)):
                 return
         s = line.strip()
         if s.startswith('> '):
@@ -1501,7 +1508,7 @@ class _Summariser:
         if nranks:
             if len(local) >= nranks or host_devs.get(host, 0) >= nranks and len(host_procs.get(host, [])) >= nranks:
                 return False, machines
-            if set(range(nranks)) <= local:
+            if nranks <= len(local) and all(r in local for r in range(nranks)):
                 return False, machines
             return None, machines
         if any(p.loopback_bootstrap for p in host_procs.get(host, [])):
@@ -1657,7 +1664,10 @@ def analyze_text(text):
     """Analyse a whole log given as one string."""
     if isinstance(text, bytes):
         text = text.decode('utf-8', 'replace')
-    return analyze_lines(text.splitlines())
+    lines = text.split('\n')        # newlines only, as in a file (a bare CR stays inside its line)
+    if lines and lines[-1] == '':
+        lines.pop()
+    return analyze_lines(lines)
 
 
 def analyze_file(path, chunk_size=1 << 23, use_grep=True):
@@ -1738,7 +1748,8 @@ def _python_scan(fh, chunk_size):
         rest = long_line
     if rest:
         base += 1
-        an.feed_at(rest, base)
+        if _wanted(rest.rstrip(b'\r')):
+            an.feed_at(rest, base)
     an.lineno = base
     return an
 
@@ -1819,9 +1830,17 @@ def _grep_scan(path, fh):
     mid = 0
     if size >= _SPLIT_MIN and (os.cpu_count() or 1) > 1 and head and wc:
         fh.seek(size // 2)
-        cut = fh.readline()
-        if cut.endswith(b'\n') and size // 2 + len(cut) < size:
-            mid = size // 2 + len(cut)
+        pos = size // 2
+        while pos < size:       # the next line start, read in bounded blocks (the line may be huge)
+            block = fh.read(1 << 16)
+            nl = block.find(b'\n')
+            if nl >= 0:
+                if pos + nl + 1 < size:
+                    mid = pos + nl + 1
+                break
+            pos += len(block)
+            if not block:
+                break
     env = _c_env()
     argv = [grep, '-a', '-n', '-E', '-e', _GREP_ERE]
     procs = []
@@ -1896,7 +1915,9 @@ def _grep_scan(path, fh):
             if mid:
                 total += 1      # wc -l counts newlines; grep -c '' and Python count an unterminated last line
             if total > last:
-                an.feed_at(_last_line(fh, size), total)     # the Python path feeds an unterminated last line unfiltered
+                line = _last_line(fh, size)
+                if _wanted(line.rstrip(b'\r')):       # the same selection rule as every other line
+                    an.feed_at(line, total)
     an.lineno = max(total, last)
     return an
 
@@ -1977,7 +1998,12 @@ def run_logged_command(argv, env, timeout, chdir=None):
         timer.daemon = True
         timer.start()
     try:
-        for raw in iter(proc.stdout.readline, b''):
+        skipping = False        # the rest of a line longer than _LINE_BYTES (only its head is read)
+        for raw in iter(lambda: proc.stdout.readline(_LINE_BYTES), b''):
+            if skipping:
+                skipping = not raw.endswith(b'\n')
+                continue
+            skipping = len(raw) == _LINE_BYTES and not raw.endswith(b'\n')
             an.feed(raw)
         proc.stdout.close()
         out['rc'] = proc.wait()
@@ -2005,7 +2031,7 @@ def _transport_matches(expected, got):
     exp = expected.strip()
     if exp.lower() in ('ib', 'socket'):
         return got.lower() == exp.lower()
-    if exp.startswith('plugin:'):
+    if exp.lower().startswith('plugin:'):
         exp = exp[7:]
     if not got.startswith('plugin:'):
         return False

@@ -623,3 +623,47 @@ def test_pytorch_what_line_is_a_framework_error():
 ])
 def test_more_warns_are_classified(text, category):
     assert analyze_text("n1:1:1 [0] " + text + "\n")["errors"][0]["category"] == category
+
+
+def test_an_application_using_network_line_is_not_a_selection():
+    r = analyze_text("n1:1:1 [0] NCCL INFO Using network IB\nUsing network interface eth0\n")
+    assert r["net_transport"] == "IB" and r["mismatch"] is False
+
+
+@pytest.mark.parametrize("wrap", ["[2024-01-01 10:00:00] ", "0: ", "2025-05-16T16:39:51.208Z ", "\x1b[32m"])
+def test_bare_messages_are_read_after_wrappers_are_removed(wrap):
+    r = analyze_text(wrap + "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>\n")
+    assert [d["name"] for d in r["ib_devices"]] == ["mlx5_0"]
+
+
+@pytest.mark.parametrize("line", [
+    "x " * 32000 + "NCCL WARN foo",
+    "node01:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0" + "/x" * 40 + " y",
+    "node01:1:1 [0] NCCL INFO Channel 00 : 0 -> 1 via NET" + " " * 60000 + "x",
+    "node01:1:1 [0] NCCL INFO NET/IB : Dev 0 Port 1 qpn 58 mtu 3 GID 3 (1FFFFFFFFFFFFFFFFF/0)",
+    "node01:1:1 [0] NCCL INFO NCCL version " + "9" * 5000 + ".1.1",
+    "node01:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 3000000000 cudaDev 0 busId 1000 - Init START",
+])
+def test_hostile_lines_are_analysed_quickly_and_never_raise(line):
+    # Each of these took minutes (backtracking), memory (range of nranks) or raised before; now well under a second.
+    r = analyze_text(line + "\n")
+    assert r["lines"] == 1
+    assert NcclLogAnalyzer().feed_lines([line]).parse_errors == 0
+
+
+def test_a_bare_carriage_return_does_not_split_a_line():
+    r = analyze_text("step 1/10\rstep 2/10\rnode01:1:1 [0] NCCL INFO Using network IB\n"
+                     "node01:1:1 [0] misc/socket.cc:50 NCCL WARN socket connect failed\n")
+    assert r["lines"] == 2 and r["errors"][0]["line"] == 2
+
+
+def test_ray_suffixed_connection_lines_count_the_same_in_every_path(tmp_path):
+    p = "node01:1:1 [0] NCCL INFO "
+    log = "".join([p + "Channel 0%d/0 : 0[0] -> 1[0] [send] via NET/Socket/0\n" % i for i in range(2)] +
+                  [p + "Channel 05/0 : 0[0] -> 1[0] [send] via NET/IB/0 [repeated 3x across cluster]\n"] * 3)
+    path = tmp_path / "ray.log"
+    path.write_text(log)
+    want = analyze_text(log)["net_transport"]
+    assert want == "IB"
+    assert analyze_file(str(path))["net_transport"] == want
+    assert analyze_file(str(path), use_grep=False)["net_transport"] == want

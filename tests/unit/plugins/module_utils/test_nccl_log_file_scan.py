@@ -24,7 +24,7 @@ FIXTURES = nccl_log_fixtures()
 
 def reference(data):
     """The documented rule, line by line: each line is read up to its first _LINE_BYTES bytes; it is analysed when that
-    head holds a token (or matches _LEADING); an unterminated last line is analysed unfiltered."""
+    head holds a token (or matches _LEADING); an unterminated last line too."""
     an = NcclLogAnalyzer()
     lines = [line[:nccl_log._LINE_BYTES] for line in data.split(b"\n")]
     last = lines.pop()
@@ -34,7 +34,8 @@ def reference(data):
     count = len(lines)
     if last:
         count += 1
-        an.feed_at(last, count)
+        if _relevant(last) or _LEADING.match(last):
+            an.feed_at(last, count)
     an.lineno = count
     return an.result()
 
