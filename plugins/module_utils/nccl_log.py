@@ -299,7 +299,7 @@ class _ChunkScanner:
             return base + state[0] + 1
 
         lines = [data[s:e] for s, e in zip(starts, ends)]
-        if any(e - s > _LINE_BYTES for s, e in zip(starts, ends)):
+        if lines and max(map(len, lines)) > _LINE_BYTES:       # (max/map/len run in C)
             lines = _heads(lines)
         self.take_many(lines, lineno_of)
         return state[0] + count(b'\n', state[1]) + 1
@@ -1951,7 +1951,7 @@ def _take_grep_output(scanner, fd, offset):
         rest = block[cut + 1:]
         items = block[:cut].split(b'\n')
         lines = list(map(_AFTER_COLON, map(_PARTITION_COLON, items)))
-        if len(block) > _LINE_BYTES and any(len(x) > _LINE_BYTES for x in lines):
+        if len(block) > _LINE_BYTES and max(map(len, lines)) > _LINE_BYTES:
             lines = [x[:_LINE_BYTES] for x in lines]        # take_many re-applies _wanted to the head
         take_many(lines, lambda i, items=items: int(items[i].partition(b':')[0]) + offset, True)
         last = int(items[-1].partition(b':')[0]) + offset
