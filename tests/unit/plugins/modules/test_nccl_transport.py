@@ -173,9 +173,10 @@ def test_all_expectations_met(run):
     assert not failed, res.get("msg")
 
 
-def _script(tmp_path, body):
-    p = tmp_path / "fake_perf.py"
-    p.write_text("#!%s\n%s" % (sys.executable, body))
+def _script(tmp_path, body, interpreter=sys.executable):
+    """An executable script in tmp_path: Python by default, or e.g. /bin/sh."""
+    p = tmp_path / ("job.sh" if interpreter == "/bin/sh" else "fake_perf.py")
+    p.write_text("#!%s\n%s\n" % (interpreter, body))
     p.chmod(p.stat().st_mode | stat.S_IEXEC)
     return str(p)
 
@@ -338,10 +339,8 @@ def test_log_path_kinds_get_their_own_message(run, tmp_path):
 
 
 def test_unmet_expectation_of_a_failing_command_names_its_exit_code(run, tmp_path):
-    script = tmp_path / "job.sh"
-    script.write_text("#!/bin/sh\ncat %s\nexit 3\n" % (LOGS / "27-roce-gpu-direct-rdma-disabled.log"))
-    script.chmod(0o755)
-    failed, res = run({"command": [str(script)], "expect_gdr": True})
+    script = _sh_script(tmp_path, "cat %s\nexit 3" % (LOGS / "27-roce-gpu-direct-rdma-disabled.log"))
+    failed, res = run({"command": [script], "expect_gdr": True})
     assert failed and "the command exited with code 3" in res["msg"]
 
 
@@ -358,10 +357,7 @@ def test_expect_socket_when_rdma_was_used_says_how_to_force_sockets(run):
 
 
 def _sh_script(tmp_path, body):
-    script = tmp_path / "job.sh"
-    script.write_text("#!/bin/sh\n" + body + "\n")
-    script.chmod(0o755)
-    return str(script)
+    return _script(tmp_path, body, interpreter="/bin/sh")
 
 
 @pytest.mark.parametrize("tail, word", [("exit 3", "exited with code 3"), ("kill -SEGV $$", "killed by signal 11")])
