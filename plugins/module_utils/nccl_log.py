@@ -105,7 +105,6 @@ _WRAP_TAG = re.compile(r'^\[([\w.\-]+)\]: ?')
 _WRAP_RAY = re.compile(r'^\((?:[\w.\-]+ )?pid=(\d+)(?:, ip=([\w.:\-]+))?\) ')
 _RANK_TAG = re.compile(r'^\[Rank (\d+)\] ')
 _WARN_HEAD = re.compile(r'^(?:(' + _WARN_LOC + r')(?: \([^)]*\))? )?(?:NCCL )?WARN (.*)$')
-_INFO_HEAD = re.compile(r'^(?:NCCL )?INFO (.*)$')
 _VERSION = re.compile(r'NCCL version (\d{1,6}\.\d{1,6}\.\d{1,6})')
 _HOP = re.compile(r'^(?:Ring|Channel) (\d+)(?:/(\d+))? : (\d+)(?:\[[0-9a-fA-Fx]+\])? -> (\d+)(?:\[[0-9a-fA-Fx]+\])?'
                   r'(?: \[(send|receive)\])? via (.*\S)\s*$')
