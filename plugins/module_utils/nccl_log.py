@@ -778,7 +778,7 @@ class NcclLogAnalyzer:
                 if ' via ' in msg:
                     mh = _HOP.match(msg)
                     if mh:
-                        self._hop(proc, mh, msg, lineno)
+                        self._hop(proc, mh, lineno, raw)
                         return
                 else:
                     ml = _RING_LIST.match(msg)
@@ -991,7 +991,7 @@ class NcclLogAnalyzer:
             if bootstrap and (iface in _LOOPBACK_IFACES or ip.startswith('127.')):
                 proc.loopback_bootstrap = True
 
-    def _hop(self, proc, mh, msg, lineno):
+    def _hop(self, proc, mh, lineno, raw):
         src, dst, side, via = int(mh.group(3)), int(mh.group(4)), mh.group(5), mh.group(6)
         mn = _NET_VIA.match(via)
         if mn and via.startswith('NET/'):
@@ -999,14 +999,14 @@ class NcclLogAnalyzer:
             proc.hop_nets[name] = proc.hop_nets.get(name, 0) + 1
             if proc.hop_line is None:
                 proc.hop_line = lineno
-                self._evidence('hop', lineno, msg)
+                self._evidence('hop', lineno, raw)
             if 'GDRDMA' in mn.group(4):
                 if proc.gdr_true is None:
                     proc.gdr_true = lineno
-                    self._evidence('gdr', lineno, msg)
+                    self._evidence('gdr', lineno, raw)
             elif proc.gdr_false is None:
                 proc.gdr_false = lineno
-                self._evidence('gdr', lineno, msg)
+                self._evidence('gdr', lineno, raw)
             if side == 'send':
                 proc.own_ranks.add(src)
                 proc.net_peers.add((dst, name))
@@ -1027,7 +1027,7 @@ class NcclLogAnalyzer:
         proc.own_ranks.add(dst)
         if label not in proc.intra:
             proc.intra[label] = lineno
-            self._evidence('intra', lineno, msg)
+            self._evidence('intra', lineno, raw)
 
     def _chain(self, proc, frame, code, lineno):
         ch = proc.chain

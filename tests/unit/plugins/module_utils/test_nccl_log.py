@@ -667,3 +667,12 @@ def test_ray_suffixed_connection_lines_count_the_same_in_every_path(tmp_path):
     assert want == "IB"
     assert analyze_file(str(path))["net_transport"] == want
     assert analyze_file(str(path), use_grep=False)["net_transport"] == want
+
+
+def test_connection_evidence_quotes_the_whole_line_with_its_host():
+    hop = "node07:4242:4300 [3] NCCL INFO Channel 00/0 : 3[3] -> 11[3] [send] via NET/IB/1/GDRDMA"
+    p2p = "node07:4242:4300 [3] NCCL INFO Channel 00/0 : 3[3] -> 4[4] via P2P/IPC/read"
+    r = analyze_text(hop + "\n" + p2p + "\n")
+    assert r["evidence"]["hop"] == [{"line": 1, "text": hop}]
+    assert r["evidence"]["gdr"] == [{"line": 1, "text": hop}]
+    assert r["evidence"]["intra"] == [{"line": 2, "text": p2p}]
