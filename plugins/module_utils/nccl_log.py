@@ -67,7 +67,13 @@ MAX_BUSBW_ROWS = 1000
 
 # ---------------------------------------------------------------- regexes
 # "host:pid:tid [cudaDev] ": the host part may come truncated ("...-48") from a pasted or clipped log.
-_PREFIX = re.compile(r'(?<![\w.\-])([\w.\-]+):(\d+):(\d+) \[(-?\d+)\] ')
+# A paste may put a blank before the first colon ("NAME :70918:70927 [0] ", an anonymised host).
+_PREFIX = re.compile(r'(?<![\w.\-])([\w.\-]+) ?:(\d+):(\d+) \[(-?\d+)\] ')
+# A prefix whose first colon was lost ("host22337:22400 [6] "): host and pid run together.
+_PREFIX_GLUED = re.compile(r'(?<![\w.\-])([\w.\-]*\d):(\d+) \[(-?\d+)\] ')
+# Two processes writing into one line: "g183:161264:166015g183:161258:166018 [1] " - the second prefix follows a cut
+# "host:pid:" of the first, whose tid digits run into the second host name.
+_CUT_PREFIX = re.compile(r'[\w.\-]+:\d+:$')
 # The source location NCCL (or a net plugin) prints before WARN: "transport/net_ib.cc:93", "misc/socket.cc:50
 # (ncclSocketConnect)", or a plugin's C++ signature "tcpxResult_t tcpxCommProgress(tcpxComm*):1231".
 _WARN_LOC = r'(?:[\w./\-+]+|(?:[\w:<>*&~,]+ ){0,8}[\w:~<>]+\([^()]*\)(?: const)?):\d+'
@@ -106,8 +112,11 @@ _WRAP_RAY = re.compile(r'^\((?:[\w.\-]+ )?pid=(\d+)(?:, ip=([\w.:\-]+))?\) ')
 _RANK_TAG = re.compile(r'^\[Rank (\d+)\] ')
 _WARN_HEAD = re.compile(r'^(?:(' + _WARN_LOC + r')(?: \([^)]*\))? )?(?:NCCL )?WARN (.*)$')
 _VERSION = re.compile(r'NCCL version (\d{1,6}\.\d{1,6}\.\d{1,6})')
-_HOP = re.compile(r'^(?:Ring|Channel) (\d+)(?:/(\d+))? : (\d+)(?:\[[0-9a-fA-Fx]+\])? -> (\d+)(?:\[[0-9a-fA-Fx]+\])?'
+# The bracket after a rank is the GPU's busId (2.5-2.11, hex) or NVML index (2.12+): both name a GPU of one machine.
+_HOP = re.compile(r'^(?:Ring|Channel) (\d+)(?:/(\d+))? : (\d+)(?:\[([0-9a-fA-Fx]+)\])? -> (\d+)(?:\[([0-9a-fA-Fx]+)\])?'
                   r'(?: \[(send|receive)\])? via (.*\S)\s*$')
+# RCCL (ROCm's NCCL) ends connection lines with the communicator: "via P2P/IPC comm 0x5609976f9470 nRanks 32".
+_RCCL_COMM_TAIL = re.compile(r' comm 0x[0-9a-fA-F]+ nRanks \d+(?: busId [0-9a-fA-F]+)?$')
 _COLLNET_HOP = re.compile(r'^(?:CollNet|Coll) (\d+)(?:/\d+)? : (\d+) \[(send|receive)\] via (.*\S)\s*$')
 # "NET/<name>/<dev>[(<proxy rank>)][/GDRDMA][/Shared]": the "(N)" is the PXN proxy rank (2.12+).
 _NET_VIA = re.compile(r'^(?:NET|COLLNET)/(.+?)/(\d+)(?:\((\d+)\))?((?:/[^/\s]+)*)$')
@@ -140,7 +149,8 @@ _IB_DATAPATH_WARN = re.compile(r'^transport/net_ib(?:\.\w+|/[\w.]+):\d+(?: \([^)
 _GDR_DISABLED = re.compile(r'^NET/(\w+) ?: GPU Direct RDMA Disabled for HCA (\d+) \'([^\']*)\'')
 _GDR_ENABLED = re.compile(r'^NET/(\w+) ?: GPU Direct RDMA Enabled for HCA (\d+) \'([^\']*)\'')
 _PLUGIN_LOADED = re.compile(r'^NET/Plugin ?: Loaded (net|coll|collnet) plugin (.+?)(?: \((v\d+)\))?\s*$')
-_P2P_PLUGIN = re.compile(r'^P2P plugin (\S+)')
+# "P2P plugin IBext" (HPC-X nccl-rdma-sharp-plugins up to v7), "P2P plugin v8 IBext_v8" (v8+: API version first).
+_P2P_PLUGIN = re.compile(r'^P2P plugin (?:v\d+ )?(\S+)')
 _PLUGIN_PATH = re.compile(r'^Plugin Path : (\S+)')
 # Wordings of aws-ofi-nccl releases from 2023 on, which may call the network "Libfabric" rather than "AWS Libfabric".
 _OFI_MODERN = re.compile(r'^NET/OFI (?:Running on \S+ platform|Creating one domain|Using transport protocol|Internode latency|'
@@ -209,6 +219,14 @@ _MEMO_MAX = 100000
 _REPLAY_NONE, _REPLAY_NET, _REPLAY_SELECT, _REPLAY_NVLS = 0, 1, 2, 3
 
 
+def _hop_via(mh):
+    """The transport of a connection line matched by _HOP (``mh``), without RCCL's communicator tail."""
+    via = mh.group(8)
+    if ' nRanks ' in via:
+        via = _RCCL_COMM_TAIL.sub('', via) or via
+    return via
+
+
 def _replay_kind(msg):
     """How to replay a repeat of a strict INFO line with message ``msg`` (str), mirroring ``_info``'s branch order.
 
@@ -224,7 +242,7 @@ def _replay_kind(msg):
         if (msg.startswith('Channel ') or msg.startswith('Ring ')) and ' via ' in msg:
             mh = _HOP.match(msg)
             if mh:
-                via = mh.group(6)
+                via = _hop_via(mh)
                 mn = _NET_VIA.match(via)
                 if mn and via.startswith('NET/'):
                     return _REPLAY_NET, mn.group(1)
@@ -514,7 +532,8 @@ class _Proc:
                  'socket_init_line', 'bootstrap', 'ofi', 'ofi_provider', 'plugin_loaded', 'p2p_plugin', 'plugin_path',
                  'collnet_plugin', 'nvls', 'nvls_line', 'collnet', 'own_ranks', 'net_peers', 'nranks', 'env',
                  'ifaces', 'eras', 'gids', 'chain', 'tree_internode', 'loopback_bootstrap', 'socket_ifaces',
-                 'internal_plugin', 'ib_datapath_line', 'net_code', 'comm_nodes', 'ofi_modern')
+                 'internal_plugin', 'ib_datapath_line', 'net_code', 'comm_nodes', 'ofi_modern', 'net_same_gpu',
+                 'socket_warn')
 
     def __init__(self, key, host, pid):
         self.key = key
@@ -546,6 +565,8 @@ class _Proc:
         self.collnet = None
         self.own_ranks = set()
         self.net_peers = set()
+        self.net_same_gpu = False      # a network hop between two ranks whose GPUs print the same busId / NVML index
+        self.socket_warn = None     # (errors key, line) of this process's last WARN classified as bootstrap
         self.nranks = None
         self.env = {}
         self.ifaces = {}
@@ -568,6 +589,7 @@ class NcclLogAnalyzer:
     def __init__(self):
         self.lineno = 0
         self.procs = {}
+        self.glued_keys = {}        # host + pid run together -> that process (prefixes that lost their first colon)
         self.versions = {}
         self.errors = {}
         self.errors_dropped = 0
@@ -684,16 +706,25 @@ class NcclLogAnalyzer:
                     break
         m = _PREFIX.search(s)
         proc = None
+        rest = s
         if m and m.start() <= 64:
             host, pid, dev = m.group(1), m.group(2), m.group(4)
+            if m.start() and host[0].isdigit() and _CUT_PREFIX.search(s, 0, m.start()):
+                host = host.lstrip('0123456789') or host     # the cut tid ran into this host name
             key = host + ':' + pid
             proc = self.procs.get(key)
             if proc is None:
                 proc = self.procs[key] = _Proc(key, host, int(pid))
+                self.glued_keys.setdefault(host + pid, proc)
             proc.devs.add(int(dev))
             rest = s[m.end():]
         else:
-            rest = s
+            mg = _PREFIX_GLUED.search(s)
+            if mg and mg.start() <= 64:
+                proc = self.glued_keys.get(mg.group(1))      # only a process already seen by its whole prefix
+                if proc is not None:
+                    proc.devs.add(int(mg.group(3)))
+                    rest = s[mg.end():]
         self.lines_seen += 1
         # Level and message.
         if proc is not None:
@@ -992,7 +1023,7 @@ class NcclLogAnalyzer:
                 proc.loopback_bootstrap = True
 
     def _hop(self, proc, mh, lineno, raw):
-        src, dst, side, via = int(mh.group(3)), int(mh.group(4)), mh.group(5), mh.group(6)
+        src, dst, side, via = int(mh.group(3)), int(mh.group(5)), mh.group(7), _hop_via(mh)
         mn = _NET_VIA.match(via)
         if mn and via.startswith('NET/'):
             name = mn.group(1)
@@ -1007,6 +1038,8 @@ class NcclLogAnalyzer:
             elif proc.gdr_false is None:
                 proc.gdr_false = lineno
                 self._evidence('gdr', lineno, raw)
+            if src != dst and mh.group(4) is not None and mh.group(4) == mh.group(6):
+                proc.net_same_gpu = True
             if side == 'send':
                 proc.own_ranks.add(src)
                 proc.net_peers.add((dst, name))
@@ -1031,13 +1064,24 @@ class NcclLogAnalyzer:
 
     def _chain(self, proc, frame, code, lineno):
         ch = proc.chain
-        if ch is not None and ch[2] == code:
+        # Frames of lines without a process prefix (key '-') may come from any process: they form one call stack
+        # only on consecutive lines.
+        if ch is not None and ch[2] == code and (proc.key != '-' or lineno - ch[5] <= 1):
             ch[1] = frame
             ch[3] += 1
-            return
-        if ch is not None:
-            self._flush_chain(proc)
-        proc.chain = [frame, frame, code, 1, lineno]
+            ch[5] = lineno
+        else:
+            if ch is not None:
+                self._flush_chain(proc)
+            # A socket WARN right before the first frame belongs to this call stack.
+            warn = proc.socket_warn[0] if proc.socket_warn is not None and proc.socket_warn[1] == lineno - 1 else None
+            ch = proc.chain = [frame, frame, code, 1, lineno, lineno, warn]
+        if ch[6] is not None and ('proxy.c' in frame or 'transport/net' in frame):
+            # The socket failed under the proxy thread or while connecting the network transport, not in bootstrap.
+            entry = self.errors.get(ch[6])
+            if entry is not None and entry['category'] == 'bootstrap':
+                entry['category'], entry['meaning'] = 'proxy', _PROXY_SOCKET_MEANING
+            ch[6] = None
 
     def _flush_chain(self, proc):
         ch = proc.chain
@@ -1069,6 +1113,8 @@ class NcclLogAnalyzer:
             for r in re.findall(r'rank (\d+)', text):
                 proc.own_ranks.add(int(r))
         self._add_error((shown or text).strip(), category, lineno, proc, meaning=meaning)
+        if proc is not None:
+            proc.socket_warn = ((shown or text).strip(), lineno) if category == 'bootstrap' else None
 
     def _version(self, proc, version, lineno):
         entry = self.versions.get(version)
@@ -1195,6 +1241,11 @@ def _table_row(columns, fields):
 _IB_SM_EVENTS = ('client reregistration', 'sm change', 'lid change', 'pkey change', 'gid table change', 'port active')
 
 
+_PROXY_SOCKET_MEANING = ("a socket of NCCL's proxy thread failed while connecting or running the network transport (not "
+                         "bootstrap): the peer's process usually failed first (look for its own error), or "
+                         "NCCL_SOCKET_IFNAME / a firewall blocks the connection between the nodes")
+
+
 def classify_error(text):
     """Return (category, meaning) for a WARN / error line."""
     low = text.lower()
@@ -1233,6 +1284,13 @@ def classify_error(text):
     if 'does not loop back' in low or 'ring' in low and 'loop' in low:
         return 'topology', ('the rings NCCL built are inconsistent between ranks: ranks see a different topology or '
                             'different NCCL settings (NCCL_* variables, NCCL_TOPO_FILE) - make them identical on all nodes')
+    if 'already checked in' in low:
+        return 'bootstrap', ('two processes registered the same rank with the bootstrap root: duplicated launcher tasks '
+                             '(srun / mpirun), a wrong RANK / LOCAL_RANK, or two jobs sharing MASTER_ADDR:MASTER_PORT or '
+                             'NCCL_COMM_ID')
+    if 'mismatch in rank count' in low:
+        return 'bootstrap', ('the processes disagree on the number of ranks: check WORLD_SIZE / nranks on every node, and '
+                             'that no other job uses the same MASTER_ADDR:MASTER_PORT or NCCL_COMM_ID')
     if ('socket' in low or 'bootstrap' in low or 'connect' in low or low.startswith('net :')
             or ' net : ' in low or 'address' in low or 'connection' in low):
         return 'bootstrap', 'out-of-band TCP connection between ranks failed: check NCCL_SOCKET_IFNAME, firewalls and routes'
@@ -1491,11 +1549,13 @@ class _Summariser:
         if any(nodes > 1 for _n, nodes in comms):
             return True, machines       # NCCL's own count of the nodes of a communicator
         for p in self.procs:
-            if p.tree_internode:
-                return True, machines
-            local = host_ranks.get(p.host, set()) if p.host else p.own_ranks
-            for peer, _name in p.net_peers:
-                if peer not in local:
+            if p.tree_internode or p.net_same_gpu:
+                return True, machines       # (one machine has one GPU of each busId / NVML index)
+            # A network hop to a rank this host does not show means another node, unless the log shows P2P or SHM
+            # disabled: then NCCL also loops through the NIC inside one node (shared fixture 12).
+            if p.net_peers and not self._intra_disabled(p):
+                local = host_ranks.get(p.host, set()) if p.host else p.own_ranks
+                if any(peer not in local for peer, _name in p.net_peers):
                     return True, machines
         if machines != 1:
             return None, machines
@@ -1520,6 +1580,10 @@ class _Summariser:
                     e['category'] == 'duplicate GPU' for e in self.an.errors.values()):
                 return False, machines
         return None, machines
+
+    def _intra_disabled(self, p):
+        """Does the log show P2P or SHM disabled for process ``p`` (NCCL_P2P_DISABLE / NCCL_SHM_DISABLE = 1)?"""
+        return any((p.env.get(name) or self.an.env.get(name)) == '1' for name in ('NCCL_P2P_DISABLE', 'NCCL_SHM_DISABLE'))
 
     def _fallback(self, per, net_transport, ib_disabled):
         if net_transport is None:
@@ -1597,6 +1661,16 @@ class _Summariser:
             if p.ofi and 'name' not in info:
                 info['name'] = self.ofi_name
                 info['loaded'] = True
+        if not info:
+            # No loader line survived, but a network NCCL does not build in carried data or was chosen
+            # ("via NET/FastSocket/0", "Using network FastSocket"): that plugin was loaded.
+            for p in self.procs:
+                for name in list(p.hop_nets) + [p.selected]:
+                    if name and name not in ('IB', 'Socket') and not name.startswith('name:'):
+                        info = {'name': name, 'loaded': True}
+                        break
+                if info:
+                    break
         if info and (info.get('p2p_name') or info.get('name')):
             names = set(p.selected for p in self.procs if p.selected) | set(n for p in self.procs for n in p.hop_nets)
             plug = info.get('p2p_name') or info.get('name')

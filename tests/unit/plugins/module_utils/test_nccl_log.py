@@ -23,7 +23,7 @@ import re
 import pytest
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import (
-    NcclLogAnalyzer, analyze_file, analyze_text, gid_kind, transport_label)
+    NcclLogAnalyzer, analyze_file, analyze_text, classify_error, gid_kind, transport_label)
 from fixtures_path import nccl_log_fixtures
 
 FIXTURES = nccl_log_fixtures()
@@ -676,3 +676,76 @@ def test_connection_evidence_quotes_the_whole_line_with_its_host():
     assert r["evidence"]["hop"] == [{"line": 1, "text": hop}]
     assert r["evidence"]["gdr"] == [{"line": 1, "text": hop}]
     assert r["evidence"]["intra"] == [{"line": 2, "text": p2p}]
+
+
+def test_hpcx_plugin_v8_wording_names_the_plugin_after_its_api_version():
+    # nccl-rdma-sharp-plugins print "P2P plugin v%d %s" from v8 on, "P2P plugin %s" before.
+    assert analyze_text("h:1:2 [0] NCCL INFO P2P plugin v10 IBext_v10\n")["plugin"]["p2p_name"] == "IBext_v10"
+    assert analyze_text("h:1:2 [0] NCCL INFO P2P plugin IBext\n")["plugin"]["p2p_name"] == "IBext"
+
+
+def test_rccl_communicator_tail_is_not_part_of_the_transport():
+    r = analyze_text("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC comm 0x5609976f9470 nRanks 32\n"
+                     "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 9[1] [send] via NET/IB/0/GDRDMA comm 0x5609976f9470 nRanks 32\n")
+    assert r["intra_node"] == ["P2P/IPC"]
+    assert r["net_transport"] == "IB" and r["gdr"] is True
+
+
+def test_network_hop_to_an_unseen_rank_is_not_another_node_when_p2p_or_shm_is_disabled():
+    hop = "h:1:2 [0] NCCL INFO Channel 00/0 : 1[2000] -> 0[1000] [receive] via NET/IB/0/GDRDMA\n"
+    assert analyze_text(hop)["multi_node"] is True
+    for name in ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE"):
+        assert analyze_text("h:1:2 [0] NCCL INFO %s set by environment to 1.\n" % name + hop)["multi_node"] is None
+
+
+def test_network_hop_between_gpus_with_the_same_id_is_between_nodes():
+    log = ("h:1:2 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1.\n"
+           "h:1:2 [7] NCCL INFO Channel 03/0 : 47[7] -> 39[7] [receive] via NET/IBext_v8/2\n")
+    assert analyze_text(log)["multi_node"] is True
+    assert analyze_text(log.replace("47[7]", "47[6]"))["multi_node"] is None
+
+
+def test_two_processes_written_into_one_line_do_not_make_a_second_host():
+    r = analyze_text("g183:1:2g183:5:6 [1] NCCL INFO Connected NVLS tree\ng183:1:2 [0] NCCL INFO Using network IB\n")
+    assert r["hosts"] == ["g183"] and r["machines"] == 1 and r["multi_node"] is None
+
+
+def test_prefix_with_a_blank_before_the_first_colon_or_a_lost_colon_keeps_its_process():
+    r = analyze_text("NAME :70918:70927 [0] NCCL INFO misc/socket.cc:752 -> 6\n"
+                     "NAME:70918:70927 [0] NCCL INFO misc/socket.cc:428 -> 6\n"
+                     "host:22337:22400 [6] NCCL INFO Using network IB\n"
+                     "host22337:22400 [6] NCCL INFO proxy.cc:859 -> 6\n"
+                     "host:22337:22400 [6] NCCL INFO init.cc:784 -> 6\n")
+    assert sorted(e["text"] for e in r["errors"]) == ["misc/socket.cc:752 -> 6 ... misc/socket.cc:428 -> 6",
+                                                      "proxy.cc:859 -> 6 ... init.cc:784 -> 6"]
+    assert r["processes"] == 2
+
+
+def test_frames_without_a_process_prefix_chain_only_on_consecutive_lines():
+    frames = " [0] NCCL INFO proxy.cc:859 -> 6\n [1] NCCL INFO init.cc:784 -> 6\n"
+    assert [e["text"] for e in analyze_text(frames)["errors"]] == ["proxy.cc:859 -> 6 ... init.cc:784 -> 6"]
+    apart = " [0] NCCL INFO proxy.cc:859 -> 6\nunrelated\n [1] NCCL INFO init.cc:784 -> 6\n"
+    assert analyze_text(apart)["errors"] == []
+
+
+def test_socket_warn_under_the_proxy_or_network_transport_is_not_bootstrap():
+    warn = "h:1:9 [0] misc/socket.cc:521 NCCL WARN Net : Connection closed by remote peer 10.0.0.2<53422>\n"
+    under_proxy = warn + "h:1:9 [0] NCCL INFO misc/socket.cc:529 -> 6\nh:1:9 [0] NCCL INFO proxy.cc:859 -> 6\n"
+    in_bootstrap = warn + "h:1:9 [0] NCCL INFO misc/socket.cc:529 -> 6\nh:1:9 [0] NCCL INFO bootstrap.cc:300 -> 6\n"
+    assert [e["category"] for e in analyze_text(under_proxy)["errors"] if "WARN" in e["text"]] == ["proxy"]
+    assert [e["category"] for e in analyze_text(in_bootstrap)["errors"] if "WARN" in e["text"]] == ["bootstrap"]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("bootstrap.cc:131 NCCL WARN Bootstrap Root : rank 1 of 8 ranks has already checked in", "same rank"),
+    ("bootstrap.cc:140 NCCL WARN Bootstrap Root : mismatch in rank count from procs 8 : 16", "number of ranks"),
+])
+def test_bootstrap_root_warnings_say_what_went_wrong(text, words):
+    category, meaning = classify_error(text)
+    assert category == "bootstrap" and words in meaning
+
+
+def test_a_network_nccl_does_not_build_in_names_the_plugin_when_no_loader_line_survived():
+    r = analyze_text("h:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] [send] via NET/FastSocket/0\n")
+    assert r["plugin"] == {"name": "FastSocket", "loaded": True, "usable": True}
+    assert analyze_text("h:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] [send] via NET/IB/0\n")["plugin"] is None
