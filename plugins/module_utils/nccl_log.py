@@ -121,14 +121,19 @@ _COLLNET_HOP = re.compile(r'^(?:CollNet|Coll) (\d+)(?:/\d+)? : (\d+) \[(send|rec
 # "NET/<name>/<dev>[(<proxy rank>)][/GDRDMA][/Shared]": the "(N)" is the PXN proxy rank (2.12+).
 _NET_VIA = re.compile(r'^(?:NET|COLLNET)/(.+?)/(\d+)(?:\((\d+)\))?((?:/[^/\s]+)*)$')
 _RING_LIST = re.compile(r'^(?:Channel|Ring) \d+(?:/\d+)? :((?:\s+\d+)+)\s*$')
+_RING_LIST_CUT = 20
+_NIC_DISTANCE = re.compile(r'^CUDA Dev \d+(?:\[\d+\])?, (' + _NET_NAME + r') NIC distance ?:')
 _TREES = re.compile(r'\[\d+\] ([-\d/]+)->(\d+)->(-?\d+)')
-_IB_DEV = re.compile(r'\[(\d+)\]\s?([\w.\-+]+):(\d+)/(IB|RoCE)')
-# 2.2/2.3 list the IB devices one per line: "NET/IB: [0] mlx5_1:1/IB".
-_IB_DEV_LINE = re.compile(r'^NET/IB ?: \[(\d+)\] ?([\w.\-+]+):(\d+)/(IB|RoCE)\s*$')
+# "[0]mlx5_0:1/IB"; newer NCCL may add rail and plane fields after the port: "[0]mlx5_0:1:0/IB", "[0]mlx5_0:1::0/RoCE".
+_IB_DEV = re.compile(r'\[(\d+)\]\s?([\w.\-+]+):(\d+)(?::\d*){0,2}/(IB|RoCE)')
+# 2.2/2.3 list the IB devices one per line: "NET/IB: [0] mlx5_1:1/IB"; the NET-subsystem trace of newer releases
+# names the uverbs device and adds properties: "NET/IB: [0] mlx5_0:uverbs0:1/IB provider=Mlx5 speed=400000 ...".
+_IB_DEV_LINE = re.compile(r'^NET/IB ?: \[(\d+)\] ?([\w.\-+]+?)(?::uverbs\d+)?:(\d+)(?::\d*){0,2}/(IB|RoCE)(?:\s+\w+=\S*)*\s*$')
 _IFACE_IP = re.compile(r'(?:^|[\s\]])([A-Za-z][\w.\-]*):([0-9A-Fa-f.:%\w]+?)<\d+>')
 _ENV = re.compile(r'^(NCCL_[A-Z0-9_]+) set (?:by environment )?to ((?:.*\S)?)\s*$')
 _ENV_CONF = re.compile(r'^(NCCL_[A-Z0-9_]+) set by (?:environment|config file|[\w ]+) to ((?:.*\S)?)\s*$')
-_USING_NET = re.compile(r'^Using (?:internal )?[Nn]etwork (' + _NET_NAME + r')\s*$')
+# 2.2-2.3 "Using internal Network IB" / "Using external Network AWS Libfabric" (a plugin); 2.6+ "Using network IB".
+_USING_NET = re.compile(r'^Using (?:internal |external )?[Nn]etwork (' + _NET_NAME + r')\s*$')
 _ASSIGNED = re.compile(r'^Assigned NET plugin (.+?) to comm')
 # Return-code frame: "init.cc:903 -> 5", "... -> 2 [Proxy Thread]", "misc/socket.cc:100 -> 2 (Connection refused)" (EQCHECK).
 _RET = re.compile(r'^([\w./\-+]+\.(?:cc|cu|cpp|c|h|hpp)):(\d+) -> (\d+)(?:\s+\S.*)?$')
@@ -146,8 +151,11 @@ _IB_UNAVAILABLE = re.compile(r'^(?:Failed to open libibverbs\.so|Failed to initi
 # A data-path failure reported by NCCL's own verbs transport (transport/net_ib.cc, .cu, or transport/net_ib/*.cc).
 _IB_DATAPATH_WARN = re.compile(r'^transport/net_ib(?:\.\w+|/[\w.]+):\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/IB ?: (?:\S+ )?'
                                r'(?:Got completion|ncclIbTest: Got CQE)')
-_GDR_DISABLED = re.compile(r'^NET/(\w+) ?: GPU Direct RDMA Disabled for HCA (\d+) \'([^\']*)\'')
-_GDR_ENABLED = re.compile(r'^NET/(\w+) ?: GPU Direct RDMA Enabled for HCA (\d+) \'([^\']*)\'')
+# GPU Direct RDMA verdicts: the transport's own line ("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)",
+# 2.3's "... for GPU 0 / HCA mlx5_0 (no module ...)", 2.4's "... Enabled for GPU 0[0] / HCA 0 (distance 2 < 3), read 0")
+# and the topology's (2.5+ graph/paths.cc, no NET/ prefix): "GPU Direct RDMA Enabled for GPU 81000 / HCA 0 (distance 4 <= 5)".
+_GDR_VERDICT = re.compile(r"^(?:NET/\w+ ?: )?GPU Direct RDMA (Enabled|Disabled) for "
+                          r"(?:HCA \d+ '[^']*'|GPU [0-9A-Fa-fx]+(?:\[\d+\])? / HCA [\w.\-]+)(.*)$")
 _PLUGIN_LOADED = re.compile(r'^NET/Plugin ?: Loaded (net|coll|collnet) plugin (.+?)(?: \((v\d+)\))?\s*$')
 # "P2P plugin IBext" (HPC-X nccl-rdma-sharp-plugins up to v7), "P2P plugin v8 IBext_v8" (v8+: API version first).
 _P2P_PLUGIN = re.compile(r'^P2P plugin (?:v\d+ )?(\S+)')
@@ -155,7 +163,8 @@ _PLUGIN_PATH = re.compile(r'^Plugin Path : (\S+)')
 # Wordings of aws-ofi-nccl releases from 2023 on, which may call the network "Libfabric" rather than "AWS Libfabric".
 _OFI_MODERN = re.compile(r'^NET/OFI (?:Running on \S+ platform|Creating one domain|Using transport protocol|Internode latency|'
                          r'NIC group|Support for (?:global|DMA-BUF) registrations|Setting NCCL_TOPO_FILE)')
-_OFI_PROVIDER = re.compile(r'^NET/OFI Selected [Pp]rovider is (\S+?)(?: \(found (\d+) nics\))?\s*$')
+# "Selected Provider is efa (found 4 nics)"; aws-ofi-nccl 1.13+: "Selected provider is tcp, fabric is 10.0.0.0/24 (found 1 nics)".
+_OFI_PROVIDER = re.compile(r'^NET/OFI Selected [Pp]rovider is ([^\s,]+?),?(?: fabric is \S+)?(?: \(found (\d+) nics\))?\s*$')
 _TESTS_RANK = re.compile(r'^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)')
 _TESTS_HEADER = re.compile(r'^#\s+size\s+count\s+type\s')
 _TESTS_AVG = re.compile(r'^#\s*Avg bus bandwidth\s*:\s*([\d.]+)')
@@ -174,7 +183,7 @@ _NVLS_COMM = re.compile(r'^NVLS comm 0x[0-9a-f]+ headRank')
 # coverage test of the chunk scans (_TOKEN_SCANS) all derive from it.
 _TOKENS = (b'NET/', b'via ', b'-> ', b'WARN', b'Using', b'#', b'NCCL_', b'version', b'lugin', b'nranks ', b'channels',
            b'NVLS', b'ollNet', b'Trees', b'Channel ', b'Ring ', b'failure', b'Watchdog', b'NCCL error', b'NIC distance',
-           b'Bootstrap', b'Init COMPLETE', b'libibverbs', b'nNodes')
+           b'Bootstrap', b'Init COMPLETE', b'libibverbs', b'nNodes', b'Net/IB', b'Direct RDMA', b'DMA-BUF')
 
 
 _TOKEN_SEARCH = re.compile(b'|'.join(re.escape(t) for t in _TOKENS)).search
@@ -190,7 +199,7 @@ def _relevant(line):
 # skipped when its rare anchor byte (a memchr-speed test) or its literal (a fast substring search) is absent from the
 # chunk; tokens sharing a literal start share one scan.
 _TOKEN_SCANS = tuple((anchor, literal, re.compile(rx)) for anchor, literal, rx in (
-    (None, None, rb'N(?:ET/|CCL_|VLS|CCL error|IC distance|(?<=ollN)et)[^\n]*'),   # NET/ NCCL_ NVLS NCCL error NIC distance ollNet
+    (None, None, rb'N(?:ET/|et/IB|CCL_|VLS|CCL error|IC distance|(?<=ollN)et)[^\n]*'),   # NET/ Net/IB NCCL_ NVLS NCCL error NIC distance ollNet
     (None, None, rb'v(?:ia |ersion)[^\n]*'),                                       # via, version
     (None, None, rb'hannel(?:(?<=Channel) |(?<=channel)s)[^\n]*'),                 # Channel, channels
     (b'W', None, rb'W(?:ARN|atchdog)[^\n]*'),
@@ -206,6 +215,8 @@ _TOKEN_SCANS = tuple((anchor, literal, re.compile(rx)) for anchor, literal, rx i
     (None, b'libibverbs', rb'libibverbs[^\n]*'),
     (b'B', b'Bootstrap', rb'Bootstrap[^\n]*'),
     (b'M', b'Init COMPLETE', rb'Init COMPLETE[^\n]*'),
+    (b'R', b'Direct RDMA', rb'Direct RDMA[^\n]*'),
+    (b'F', b'DMA-BUF', rb'DMA-BUF[^\n]*'),
 ))
 # Lines _LEADING can match start with whitespace, '{' or a digit.
 _LEAD_SCAN = re.compile(rb'\n[ \t\r\x0b\x0c{0-9]')
@@ -533,7 +544,7 @@ class _Proc:
                  'collnet_plugin', 'nvls', 'nvls_line', 'collnet', 'own_ranks', 'net_peers', 'nranks', 'env',
                  'ifaces', 'eras', 'gids', 'chain', 'tree_internode', 'loopback_bootstrap', 'socket_ifaces',
                  'internal_plugin', 'ib_datapath_line', 'net_code', 'comm_nodes', 'ofi_modern', 'net_same_gpu',
-                 'socket_warn')
+                 'socket_warn', 'gdr_no_module', 'dmabuf')
 
     def __init__(self, key, host, pid):
         self.key = key
@@ -567,6 +578,8 @@ class _Proc:
         self.net_peers = set()
         self.net_same_gpu = False      # a network hop between two ranks whose GPUs print the same busId / NVML index
         self.socket_warn = None     # (errors key, line) of this process's last WARN classified as bootstrap
+        self.gdr_no_module = None   # line of "GPU Direct RDMA Disabled ... (no module)"
+        self.dmabuf = False         # "DMA-BUF is available on GPU device N": GDR without nvidia_peermem (2.13+)
         self.nranks = None
         self.env = {}
         self.ifaces = {}
@@ -814,8 +827,10 @@ class NcclLogAnalyzer:
                 else:
                     ml = _RING_LIST.match(msg)
                     if ml:
+                        # NCCL cuts this list at 20 ranks (2.3/2.4) or a 128-byte line (2.5+, about 28 ranks):
+                        # only a shorter list is the whole ring
                         n = len(ml.group(1).split())
-                        if proc.nranks is None or n > proc.nranks:
+                        if n < _RING_LIST_CUT and (proc.nranks is None or n > proc.nranks):
                             proc.nranks = n
                         return
             if msg.startswith('CollNet') or msg.startswith('Coll '):
@@ -840,12 +855,23 @@ class NcclLogAnalyzer:
             if mv:
                 self._version(proc, mv.group(1), lineno)
                 return
+        if c0 == 'G' and self._gdr_verdict(proc, msg, lineno, raw):
+            return
+        if c0 == 'D' and msg.startswith('DMA-BUF is available on GPU device'):
+            proc.dmabuf = True
+            self._evidence('gdr', lineno, raw)
+            return
         if c0 == 'F' and _IB_UNAVAILABLE.match(msg):
             self._ib_unavailable(proc, lineno, raw)
             return
         if c0 == 'N':
             if msg.startswith('NET/'):
                 self._net(proc, msg, lineno, raw)
+                return
+            if msg.startswith('Net/IB') and 'returned 0 devices' in msg:
+                # 2.3: "Net/IB: call to devices() returned 0 devices." - the IB probe found nothing
+                proc.ib_probe_line = proc.ib_probe_line or lineno
+                self._evidence('ib_probe', lineno, raw)
                 return
             if msg.startswith('NCCL_'):
                 me = _ENV_CONF.match(msg) or _ENV.match(msg)
@@ -942,11 +968,19 @@ class NcclLogAnalyzer:
                 if proc.nranks is None or n > proc.nranks:
                     proc.nranks = n
                 return
-        if 'Libfabric' in msg and 'NIC distance' in msg:
-            # 2.4 topology line names the network: "CUDA Dev 1[1], AWS Libfabric NIC distance : SYS"
-            mname = re.search(r'\], (.+?) NIC distance', msg)
+        if 'NIC distance' in msg:
+            # 2.4 prints no selection line; its topology line names the network in use:
+            # "CUDA Dev 1[1], AWS Libfabric NIC distance : SYS", "CUDA Dev 0[0], IB NIC distance :  PIX"
+            mname = _NIC_DISTANCE.match(msg)
             if mname:
-                proc.hop_nets.setdefault('name:' + mname.group(1), 0)
+                name = mname.group(1)
+                if name in ('IB', 'Socket'):
+                    if proc.selected is None:
+                        proc.selected = name
+                        proc.selected_line = lineno
+                        self._evidence('selection', lineno, raw)
+                else:
+                    proc.hop_nets.setdefault('name:' + name, 0)
             return
 
     def _net(self, proc, msg, lineno, raw):
@@ -961,6 +995,8 @@ class NcclLogAnalyzer:
                 self._ifaces(proc, msg.split('OOB', 1)[-1] if 'OOB' in msg else '', bootstrap=False)
                 self._evidence('ib_devices', lineno, raw)
                 return
+            # (2.2/2.3 print "Using interface X for sideband communication" when IB initialisation starts: with
+            # the socket network chosen afterwards, the probe found no device)
             if 'No device found' in msg or 'sideband' in msg or 'No IP interface' in msg or 'Failed to' in msg:
                 proc.ib_probe_line = proc.ib_probe_line or lineno
                 self._evidence('ib_probe', lineno, raw)
@@ -970,15 +1006,7 @@ class NcclLogAnalyzer:
                 dev, port, gid_index = int(mg.group(1)), int(mg.group(2)), int(mg.group(5))
                 proc.gids[(dev, port)] = (gid_index, mg.group(6), mg.group(7), lineno)
                 return
-        md = _GDR_DISABLED.match(msg)
-        if md:
-            proc.gdr_false = proc.gdr_false or lineno
-            self._evidence('gdr', lineno, raw)
-            return
-        md = _GDR_ENABLED.match(msg)
-        if md:
-            proc.gdr_true = proc.gdr_true or lineno
-            self._evidence('gdr', lineno, raw)
+        if self._gdr_verdict(proc, msg, lineno, raw):
             return
         if msg.startswith('NET/Socket'):
             if 'Using' in msg and _IFACE_IP.search(msg):      # not "Using 2 threads and 8 sockets per thread"
@@ -1013,6 +1041,20 @@ class NcclLogAnalyzer:
         if msg.startswith('NET : Using') or msg.startswith('NET: Using'):
             self._ifaces(proc, msg, bootstrap=True)
             proc.bootstrap = True
+
+    def _gdr_verdict(self, proc, msg, lineno, raw):
+        md = _GDR_VERDICT.match(msg)
+        if md is None:
+            return False
+        if md.group(1) == 'Enabled':
+            proc.gdr_true = proc.gdr_true or lineno
+        elif md.group(2).lstrip().startswith('(no module'):
+            # nvidia_peermem is missing; GDR may still work through DMA-BUF (2.13+), see _Proc.dmabuf
+            proc.gdr_no_module = proc.gdr_no_module or lineno
+        else:
+            proc.gdr_false = proc.gdr_false or lineno
+        self._evidence('gdr', lineno, raw)
+        return True
 
     def _ifaces(self, proc, msg, bootstrap):
         for iface, ip in _IFACE_IP.findall(msg):
@@ -1281,6 +1323,10 @@ def classify_error(text):
     if low.startswith('proxy.cc') or 'proxy' in low and ('failed' in low or 'closed' in low or 'broken pipe' in low):
         return 'proxy', ("NCCL's proxy thread lost a connection to a peer: that peer's process usually failed first "
                          "(look for its own error: Cuda failure, out of memory, a killed rank) or the network dropped")
+    if 'no transport found' in low:
+        return 'topology', ('NCCL found no transport between two ranks: P2P and SHM are disabled or impossible and no '
+                            'network is usable (NCCL_P2P_DISABLE / NCCL_SHM_DISABLE, NCCL_NET, NCCL_IB_DISABLE, containers '
+                            'without a shared IPC namespace)')
     if 'does not loop back' in low or 'ring' in low and 'loop' in low:
         return 'topology', ('the rings NCCL built are inconsistent between ranks: ranks see a different topology or '
                             'different NCCL settings (NCCL_* variables, NCCL_TOPO_FILE) - make them identical on all nodes')
@@ -1408,7 +1454,8 @@ class _Summariser:
                 'nccl_version': sorted(p.versions)[0] if len(p.versions) == 1 else (sorted(p.versions) or None),
                 'net_transport': t,
                 'ib_devices': [_pub_dev(d) for d in p.ib_devices],
-                'gdr': True if p.gdr_true is not None else (False if p.gdr_false is not None else None),
+                'gdr': True if p.gdr_true is not None else (
+                    False if p.gdr_false is not None or p.gdr_no_module is not None and not p.dmabuf else None),
                 'collnet': p.collnet,
                 'nvls': p.nvls,
                 'intra_node': list(p.intra),

@@ -749,3 +749,79 @@ def test_a_network_nccl_does_not_build_in_names_the_plugin_when_no_loader_line_s
     r = analyze_text("h:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] [send] via NET/FastSocket/0\n")
     assert r["plugin"] == {"name": "FastSocket", "loaded": True, "usable": True}
     assert analyze_text("h:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] [send] via NET/IB/0\n")["plugin"] is None
+
+
+def test_aws_ofi_nccl_1_13_provider_line_with_its_fabric():
+    r = analyze_text("h:1:2 [0] NCCL INFO NET/OFI Selected provider is tcp, fabric is 10.0.0.0/24 (found 1 nics)\n"
+                     "h:1:2 [0] NCCL INFO Using network AWS Libfabric\n")
+    assert r["plugin_provider"] == "tcp"
+    efa = analyze_text("h:1:2 [0] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)\n")
+    assert efa["plugin_provider"] == "efa"
+
+
+def test_nccl_2_3_external_network_is_a_plugin():
+    assert analyze_text("h:1:2 [0] NCCL INFO Using external Network AWS Libfabric\n")["net_transport"] == "plugin:AWS Libfabric"
+
+
+def test_nccl_2_3_ib_probe_that_found_no_device_is_a_fallback():
+    r = analyze_text("NCCL version 2.3.7+cuda10.0\nh:1:2 [0] NCCL INFO Net/IB: call to devices() returned 0 devices.\n"
+                     "h:1:2 [0] NCCL INFO Using internal Network Socket\n")
+    assert r["net_transport"] == "Socket" and r["fallback_to_socket"] is True
+
+
+@pytest.mark.parametrize("line, gdr", [
+    ("NET/IB : GPU Direct RDMA Disabled for GPU 0 / HCA mlx5_0 (no module or not supported by GPU)", False),
+    ("NET/IB : GPU Direct RDMA Disabled for GPU 0 / HCA 0 (distance 4 >= 2)", False),
+    ("NET/IB : GPU Direct RDMA Enabled for GPU 0[0] / HCA 0 (distance 2 < 3), read 0", True),
+    ("GPU Direct RDMA Enabled for GPU 81000 / HCA 0 (distance 4 <= 5), read 0", True),
+    ("GPU Direct RDMA Disabled for GPU 81000 / HCA 0 (distance 9 > 5)", False),
+    ("GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 4 <= 5), read 1 mode Default", True),
+    ("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)", False),
+])
+def test_gpu_direct_rdma_verdicts_of_every_release(line, gdr):
+    assert analyze_text("h:1:2 [0] NCCL INFO %s\n" % line)["gdr"] is gdr
+
+
+def test_no_module_is_not_gdr_off_when_dma_buf_is_available():
+    r = analyze_text("h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)\n"
+                     "h:1:2 [0] NCCL INFO DMA-BUF is available on GPU device 0\n")
+    assert r["gdr"] is None
+
+
+@pytest.mark.parametrize("devices, want", [
+    ("[0]mlx5_0:1:0/IB [1]mlx5_1:1:1/IB [RO]", [("mlx5_0", 1, "IB"), ("mlx5_1", 1, "IB")]),
+    ("[0]mlx5_0:1::0/RoCE [1]mlx5_1:1::1/RoCE [RO]", [("mlx5_0", 1, "RoCE"), ("mlx5_1", 1, "RoCE")]),
+    ("[0]mlx5_0:1:3:0/IB", [("mlx5_0", 1, "IB")]),
+])
+def test_ib_device_lists_with_rail_and_plane_fields(devices, want):
+    r = analyze_text("h:1:2 [0] NCCL INFO NET/IB : Using %s; OOB eth0:10.0.0.1<0>\n" % devices)
+    assert [(d["name"], d["port"], d["link_layer"]) for d in r["ib_devices"]] == want
+    assert r["net_transport"] == "IB"
+
+
+def test_per_device_trace_names_the_hca_not_its_uverbs_device():
+    r = analyze_text("h:1:2 [0] NCCL INFO NET/IB: [0] mlx5_0:uverbs0:1/IB provider=Mlx5 speed=400000 context=0x55d0 "
+                     "pciPath=/sys/devices/pci0000:00/0000:00:01.0 ar=1 oooRqSize=0\n")
+    assert [(d["name"], d["port"], d["link_layer"]) for d in r["ib_devices"]] == [("mlx5_0", 1, "IB")]
+
+
+def test_a_ring_list_cut_by_nccl_is_not_the_communicator_size():
+    cut = analyze_text("h:1:2 [0] NCCL INFO Channel 00/02 :" + "".join(" %3d" % i for i in range(28)) + "\n")
+    assert cut["ranks"] is None
+    whole = analyze_text("h:1:2 [0] NCCL INFO Channel 00/02 :" + "".join(" %3d" % i for i in range(8)) + "\n")
+    assert whole["ranks"] == 8
+
+
+@pytest.mark.parametrize("name, transport, fallback", [("IB", "IB", False), ("Socket", "Socket", True)])
+def test_nccl_2_4_nic_distance_line_names_the_network(name, transport, fallback):
+    log = "NCCL version 2.4.8+cuda10.1\n"
+    if name == "Socket":
+        log += "h:1:2 [0] NCCL INFO NET/IB : No device found.\n"
+    log += "h:1:2 [0] NCCL INFO CUDA Dev 0[0], %s NIC distance :  PIX\n" % name
+    r = analyze_text(log)
+    assert r["net_transport"] == transport and r["fallback_to_socket"] is fallback
+
+
+def test_no_transport_found_is_a_topology_error():
+    category, meaning = classify_error("transport.cc:174 NCCL WARN No transport found for rank 0[1000] -> rank 1[2000]")
+    assert category == "topology" and "no transport" in meaning.lower()
