@@ -73,7 +73,7 @@ _PREFIX = re.compile(r'(?<![\w.\-])([\w.\-]+) ?:(\d+):(\d+) \[(-?\d+)\] ')
 _PREFIX_GLUED = re.compile(r'(?<![\w.\-])([\w.\-]*\d):(\d+) \[(-?\d+)\] ')
 # Two processes writing into one line: "g183:161264:166015g183:161258:166018 [1] " - the second prefix follows a cut
 # "host:pid:" of the first, whose tid digits run into the second host name.
-_CUT_PREFIX = re.compile(r'[\w.\-]+:\d+:$')
+_CUT_PREFIX = re.compile(r'(?<![\w.\-])[\w.\-]+:\d+:$')
 # The source location NCCL (or a net plugin) prints before WARN: "transport/net_ib.cc:93", "misc/socket.cc:50
 # (ncclSocketConnect)", or a plugin's C++ signature "tcpxResult_t tcpxCommProgress(tcpxComm*):1231".
 _WARN_LOC = r'(?:[\w./\-+]+|(?:[\w:<>*&~,]+ ){0,8}[\w:~<>]+\([^()]*\)(?: const)?):\d+'
@@ -108,10 +108,13 @@ _AUTOLINK = re.compile(r'\[([^\[\]\s]+)\]\((?:https?://)?[^()\s]*\)')
 _WRAP_MPI = re.compile(r'^\[(\d+),(\d+)\]<(?:stdout|stderr)>:')
 _WRAP_SLURM = re.compile(r'^(\d+): ')
 _WRAP_TAG = re.compile(r'^\[([\w.\-]+)\]: ?')
+# pdsh / mpi-operator "node01: " or "10.3.35.83: " in front of nccl-tests "#" lines, version banners or NCCL lines.
+_WRAP_HOST = re.compile(r'^[A-Za-z0-9][\w.\-]{0,127}: (?=#|[NR]CCL (?:version|INFO|WARN)|[\w.\-]+ ?:\d+:\d+ \[)')
 _WRAP_RAY = re.compile(r'^\((?:[\w.\-]+ )?pid=(\d+)(?:, ip=([\w.:\-]+))?\) ')
 _RANK_TAG = re.compile(r'^\[Rank (\d+)\] ')
 _WARN_HEAD = re.compile(r'^(?:(' + _WARN_LOC + r')(?: \([^)]*\))? )?(?:NCCL )?WARN (.*)$')
-_VERSION = re.compile(r'NCCL version (\d{1,6}\.\d{1,6}\.\d{1,6})')
+# "NCCL version 2.21.5+cuda12.4"; RCCL (ROCm): "RCCL version : 2.21.5-HEAD:9a0e6a1".
+_VERSION = re.compile(r'[NR]CCL version :? ?(\d{1,6}\.\d{1,6}\.\d{1,6})')
 # The bracket after a rank is the GPU's busId (2.5-2.11, hex) or NVML index (2.12+): both name a GPU of one machine.
 _HOP = re.compile(r'^(?:Ring|Channel) (\d+)(?:/(\d+))? : (\d+)(?:\[([0-9a-fA-Fx]+)\])? -> (\d+)(?:\[([0-9a-fA-Fx]+)\])?'
                   r'(?: \[(send|receive)\])? via (.*\S)\s*$')
@@ -121,7 +124,7 @@ _COLLNET_HOP = re.compile(r'^(?:CollNet|Coll) (\d+)(?:/\d+)? : (\d+) \[(send|rec
 # "NET/<name>/<dev>[(<proxy rank>)][/GDRDMA][/Shared]": the "(N)" is the PXN proxy rank (2.12+).
 _NET_VIA = re.compile(r'^(?:NET|COLLNET)/(.+?)/(\d+)(?:\((\d+)\))?((?:/[^/\s]+)*)$')
 _RING_LIST = re.compile(r'^(?:Channel|Ring) \d+(?:/\d+)? :((?:\s+\d+)+)\s*$')
-_RING_LIST_CUT = 20
+_RING_LIST_CUT = (20, 32)
 _NIC_DISTANCE = re.compile(r'^CUDA Dev \d+(?:\[\d+\])?, (' + _NET_NAME + r') NIC distance ?:')
 _TREES = re.compile(r'\[\d+\] ([-\d/]+)->(\d+)->(-?\d+)')
 # "[0]mlx5_0:1/IB"; newer NCCL may add rail and plane fields after the port: "[0]mlx5_0:1:0/IB", "[0]mlx5_0:1::0/RoCE".
@@ -151,13 +154,20 @@ _IB_UNAVAILABLE = re.compile(r'^(?:Failed to open libibverbs\.so|Failed to initi
 # A data-path failure reported by NCCL's own verbs transport (transport/net_ib.cc, .cu, or transport/net_ib/*.cc).
 _IB_DATAPATH_WARN = re.compile(r'^transport/net_ib(?:\.\w+|/[\w.]+):\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/IB ?: (?:\S+ )?'
                                r'(?:Got completion|ncclIbTest: Got CQE)')
-# GPU Direct RDMA verdicts: the transport's own line ("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)",
-# 2.3's "... for GPU 0 / HCA mlx5_0 (no module ...)", 2.4's "... Enabled for GPU 0[0] / HCA 0 (distance 2 < 3), read 0")
-# and the topology's (2.5+ graph/paths.cc, no NET/ prefix): "GPU Direct RDMA Enabled for GPU 81000 / HCA 0 (distance 4 <= 5)".
-_GDR_VERDICT = re.compile(r"^(?:NET/\w+ ?: )?GPU Direct RDMA (Enabled|Disabled) for "
+# GPU Direct RDMA verdicts of the network transport: per HCA ("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'
+# (no module)") or, in 2.4, per connection ("NET/IB : GPU Direct RDMA Enabled for GPU 0[0] / HCA 0 (distance 2 < 3)").
+_GDR_VERDICT = re.compile(r"^NET/\w+ ?: GPU Direct RDMA (Enabled|Disabled) for "
                           r"(?:HCA \d+ '[^']*'|GPU [0-9A-Fa-fx]+(?:\[\d+\])? / HCA [\w.\-]+)(.*)$")
+# HPC-X plugin: "NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0'", "... (nvidia-peermem) enabled ...".
+_GDR_PLUGIN_MODE = re.compile(r"^NET/\w+ ?: GPU Direct RDMA \((DMABUF|nvidia-peermem)\) enabled for HCA")
+# The topology's verdict for one GPU / NIC pair of the node (2.5+ graph/paths.cc, every pair, not only this process's
+# GPU): "GPU Direct RDMA Enabled for GPU 81000 / HCA 0 (distance 4 <= 5), read 0", newest "... for GPU/0-1b000 (rank 0)
+# - NET/0-0 (distance 3 <= 4, read 1, mode Default)".
+_GDR_TOPO = re.compile(r'^GPU Direct RDMA (Enabled|Disabled) for (?:GPU [0-9A-Fa-fx]+ / HCA [\w.\-]+|GPU/\S+ \(rank (\d+)\))')
 _PLUGIN_LOADED = re.compile(r'^NET/Plugin ?: Loaded (net|coll|collnet) plugin (.+?)(?: \((v\d+)\))?\s*$')
 # "P2P plugin IBext" (HPC-X nccl-rdma-sharp-plugins up to v7), "P2P plugin v8 IBext_v8" (v8+: API version first).
+# "NET/Plugin : Plugin load returned 2 : libnccl-net.so: cannot open shared object file: No such file or directory."
+_PLUGIN_LOAD_ERROR = re.compile(r'^NET/Plugin ?: Plugin load returned \d+ ?: ?(.*?)\.?\s*$')
 _P2P_PLUGIN = re.compile(r'^P2P plugin (?:v\d+ )?(\S+)')
 _PLUGIN_PATH = re.compile(r'^Plugin Path : (\S+)')
 # Wordings of aws-ofi-nccl releases from 2023 on, which may call the network "Libfabric" rather than "AWS Libfabric".
@@ -176,6 +186,9 @@ _TORCH_NCCL_ERR = re.compile(r'((?:torch\.distributed\.)?(?:DistBackendError|Run
 _WC_STATUS = re.compile(r'(?:with (?:error|status)[ =]|status=)(?:IBV_WC_\w+\()?(\d+)')
 # connectNvls prints the NVLS heads / trees only when NVLS is set up: "NVLS Head  0:  0  8 16", "NVLS Trees : ...".
 _NVLS_TREE = re.compile(r'^NVLS (?:Head\s+\d+:(?:\s+-?\d+)+|Trees? ?:)')
+# A process killed by a signal: Open MPI "[host:pid] *** Process received signal ***", UCX "[host:pid:0:tid] Caught
+# signal 11 (Segmentation fault: ...)".
+_CRASH = re.compile(r'\*\*\* Process received signal \*\*\*|Caught signal (\d+) \(([^:)]{1,64})')
 _NVLS_COMM = re.compile(r'^NVLS comm 0x[0-9a-f]+ headRank')
 
 # analyze_file's line filter: a line reaches the Python parser only when it holds one of these tokens (or when
@@ -183,7 +196,8 @@ _NVLS_COMM = re.compile(r'^NVLS comm 0x[0-9a-f]+ headRank')
 # coverage test of the chunk scans (_TOKEN_SCANS) all derive from it.
 _TOKENS = (b'NET/', b'via ', b'-> ', b'WARN', b'Using', b'#', b'NCCL_', b'version', b'lugin', b'nranks ', b'channels',
            b'NVLS', b'ollNet', b'Trees', b'Channel ', b'Ring ', b'failure', b'Watchdog', b'NCCL error', b'NIC distance',
-           b'Bootstrap', b'Init COMPLETE', b'libibverbs', b'nNodes', b'Net/IB', b'Direct RDMA', b'DMA-BUF')
+           b'Bootstrap', b'Init COMPLETE', b'libibverbs', b'nNodes', b'Net/IB', b'Direct RDMA', b'DMA-BUF',
+           b'received signal', b'Caught signal')
 
 
 _TOKEN_SEARCH = re.compile(b'|'.join(re.escape(t) for t in _TOKENS)).search
@@ -217,6 +231,7 @@ _TOKEN_SCANS = tuple((anchor, literal, re.compile(rx)) for anchor, literal, rx i
     (b'M', b'Init COMPLETE', rb'Init COMPLETE[^\n]*'),
     (b'R', b'Direct RDMA', rb'Direct RDMA[^\n]*'),
     (b'F', b'DMA-BUF', rb'DMA-BUF[^\n]*'),
+    (None, b' signal', rb'(?:(?<=received)|(?<=Caught)) signal[^\n]*'),
 ))
 # Lines _LEADING can match start with whitespace, '{' or a digit.
 _LEAD_SCAN = re.compile(rb'\n[ \t\r\x0b\x0c{0-9]')
@@ -244,7 +259,7 @@ def _replay_kind(msg):
     Returns (kind, value) or None when a repeat must be parsed again (state-dependent or unknown rules).
     Replays never add evidence: the caller falls back to the parser while an evidence list still has room.
     """
-    if msg.startswith('[Rank ') or 'NCCL version' in msg:
+    if msg.startswith('[Rank ') or 'CCL version' in msg:
         return None
     if ' -> ' in msg and _RET.match(msg):
         return None
@@ -417,7 +432,7 @@ class _ChunkScanner:
         if not ok or msg[-1:].isspace() or b'\n' in msg or not line.isascii():
             return None
         mi = _COMM_INIT.match(msg)
-        if mi is None or b'NCCL version' in line or b' channels' in line or line.count(b'] NCCL ') > 1 or b'\x1b' in line \
+        if mi is None or b'CCL version' in line or b' channels' in line or line.count(b'] NCCL ') > 1 or b'\x1b' in line \
                 or len(line) > MAX_LINE or line.endswith(b'across cluster]'):
             return None
         return b'\x00%s\x00%s\x00%s' % (prefix, mi.group(1), mi.group(2))
@@ -499,7 +514,7 @@ def _wanted(line):
 
 
 # Lines worth a closer look contain one of these; everything else is skipped cheaply.
-_MARKERS = ('INFO', 'WARN', 'NCCL', 'Rank', 'failure', 'bandwidth', 'Watchdog')
+_MARKERS = ('INFO', 'WARN', 'NCCL', 'RCCL', 'Rank', 'failure', 'bandwidth', 'Watchdog', 'received signal', 'Caught signal')
 
 # NCCL plugin-loader wordings and the releases that print them (inclusive, as (major, minor)).
 _LOADER_ERAS = (
@@ -544,7 +559,7 @@ class _Proc:
                  'collnet_plugin', 'nvls', 'nvls_line', 'collnet', 'own_ranks', 'net_peers', 'nranks', 'env',
                  'ifaces', 'eras', 'gids', 'chain', 'tree_internode', 'loopback_bootstrap', 'socket_ifaces',
                  'internal_plugin', 'ib_datapath_line', 'net_code', 'comm_nodes', 'ofi_modern', 'net_same_gpu',
-                 'socket_warn', 'gdr_no_module', 'dmabuf')
+                 'socket_warn', 'gdr_no_module', 'dmabuf', 'gdr_verdict', 'gdr_topo')
 
     def __init__(self, key, host, pid):
         self.key = key
@@ -576,10 +591,12 @@ class _Proc:
         self.collnet = None
         self.own_ranks = set()
         self.net_peers = set()
-        self.net_same_gpu = False      # a network hop between two ranks whose GPUs print the same busId / NVML index
+        self.net_same_gpu = set()      # peers of network hops between two GPUs printing the same busId / NVML index
         self.socket_warn = None     # (errors key, line) of this process's last WARN classified as bootstrap
-        self.gdr_no_module = None   # line of "GPU Direct RDMA Disabled ... (no module)"
+        self.gdr_no_module = None   # line of "GPU Direct RDMA Disabled for HCA n 'x'" without a reason, or "(no module)"
         self.dmabuf = False         # "DMA-BUF is available on GPU device N": GDR without nvidia_peermem (2.13+)
+        self.gdr_verdict = None     # the network transport's own verdict (True/False), when no connection line decides
+        self.gdr_topo = []          # (rank or None, True/False) of the topology's GPU / NIC verdicts
         self.nranks = None
         self.env = {}
         self.ifaces = {}
@@ -603,6 +620,7 @@ class NcclLogAnalyzer:
         self.lineno = 0
         self.procs = {}
         self.glued_keys = {}        # host + pid run together -> that process (prefixes that lost their first colon)
+        self.hosts_seen = set()
         self.versions = {}
         self.errors = {}
         self.errors_dropped = 0
@@ -707,8 +725,8 @@ class NcclLogAnalyzer:
                 s = s[m.end():]
                 c0 = s[:1]
         tag = None
-        if c0 == '[' or c0 == '(' or c0.isdigit():      # the launcher wrappers start with one of these
-            for rx in (_WRAP_MPI, _WRAP_RAY, _WRAP_SLURM, _WRAP_TAG):
+        if c0 == '[' or c0 == '(' or c0.isalnum():      # the launcher wrappers start with one of these
+            for rx in ((_WRAP_MPI, _WRAP_RAY, _WRAP_SLURM, _WRAP_TAG, _WRAP_HOST) if not c0.isalpha() else (_WRAP_HOST,)):
                 m = rx.match(s)
                 if m:
                     tag = m.group(0).strip()
@@ -723,12 +741,17 @@ class NcclLogAnalyzer:
         if m and m.start() <= 64:
             host, pid, dev = m.group(1), m.group(2), m.group(4)
             if m.start() and host[0].isdigit() and _CUT_PREFIX.search(s, 0, m.start()):
-                host = host.lstrip('0123456789') or host     # the cut tid ran into this host name
+                cut = host.lstrip('0123456789')     # the cut tid may have run into a host name seen before
+                if cut in self.hosts_seen:
+                    host = cut
             key = host + ':' + pid
             proc = self.procs.get(key)
             if proc is None:
                 proc = self.procs[key] = _Proc(key, host, int(pid))
-                self.glued_keys.setdefault(host + pid, proc)
+                self.hosts_seen.add(host)
+                glued = host + pid
+                # two processes whose host and pid run together alike ("node1"+"23", "node12"+"3"): neither
+                self.glued_keys[glued] = proc if glued not in self.glued_keys else None
             proc.devs.add(int(dev))
             rest = s[m.end():]
         else:
@@ -827,10 +850,10 @@ class NcclLogAnalyzer:
                 else:
                     ml = _RING_LIST.match(msg)
                     if ml:
-                        # NCCL cuts this list at 20 ranks (2.3/2.4) or a 128-byte line (2.5+, about 28 ranks):
-                        # only a shorter list is the whole ring
+                        # NCCL cuts this list at 20 ranks (2.3/2.4) or a 128-byte line (2.5-2.7, 28-32 ranks;
+                        # 2.8+ ends a cut list with "...", which this pattern does not match): 20-32 may be cut
                         n = len(ml.group(1).split())
-                        if n < _RING_LIST_CUT and (proc.nranks is None or n > proc.nranks):
+                        if not _RING_LIST_CUT[0] <= n <= _RING_LIST_CUT[1] and (proc.nranks is None or n > proc.nranks):
                             proc.nranks = n
                         return
             if msg.startswith('CollNet') or msg.startswith('Coll '):
@@ -850,16 +873,16 @@ class NcclLogAnalyzer:
                 proc.nvls_line = proc.nvls_line or lineno
                 self._evidence('nvls', lineno, raw)
                 return
-        if 'NCCL version' in msg:
+        if 'CCL version' in msg:
             mv = _VERSION.search(msg)
             if mv:
                 self._version(proc, mv.group(1), lineno)
                 return
-        if c0 == 'G' and self._gdr_verdict(proc, msg, lineno, raw):
+        if c0 == 'G' and msg.startswith('GPU Direct RDMA') and self._gdr_verdict(proc, msg, lineno, raw):
             return
         if c0 == 'D' and msg.startswith('DMA-BUF is available on GPU device'):
             proc.dmabuf = True
-            self._evidence('gdr', lineno, raw)
+            self._evidence('dmabuf', lineno, raw)
             return
         if c0 == 'F' and _IB_UNAVAILABLE.match(msg):
             self._ib_unavailable(proc, lineno, raw)
@@ -1025,6 +1048,12 @@ class NcclLogAnalyzer:
                 self._evidence('plugin', lineno, raw)
             return
         if msg.startswith('NET/Plugin'):
+            ml = _PLUGIN_LOAD_ERROR.match(msg)
+            if ml and 'No such file or directory' not in ml.group(1):
+                # the library exists but the dynamic loader refused it (a missing dependency, GLIBC, wrong ELF class)
+                self._add_error(msg.strip(), 'plugin load', lineno, proc,
+                                meaning='a net plugin library was found but could not be loaded (%s): NCCL goes on with '
+                                        'its internal network - fix the library or unset NCCL_NET_PLUGIN' % ml.group(1)[:120])
             mp = _PLUGIN_LOADED.match(msg)
             if mp:
                 if mp.group(1) == 'net':
@@ -1043,16 +1072,31 @@ class NcclLogAnalyzer:
             proc.bootstrap = True
 
     def _gdr_verdict(self, proc, msg, lineno, raw):
+        """A GPU Direct RDMA verdict line (not a connection line); True when ``msg`` is one."""
+        mt = _GDR_TOPO.match(msg)
+        if mt:
+            if len(proc.gdr_topo) < 64:
+                proc.gdr_topo.append((int(mt.group(2)) if mt.group(2) else None, mt.group(1) == 'Enabled'))
+            self._evidence('gdr', lineno, raw)
+            return True
+        mp = _GDR_PLUGIN_MODE.match(msg)
+        if mp:
+            if mp.group(1) == 'DMABUF':
+                proc.dmabuf = True
+            proc.gdr_verdict = True
+            self._evidence('gdr', lineno, raw)
+            return True
         md = _GDR_VERDICT.match(msg)
         if md is None:
             return False
+        reason = md.group(2).strip()
         if md.group(1) == 'Enabled':
-            proc.gdr_true = proc.gdr_true or lineno
-        elif md.group(2).lstrip().startswith('(no module'):
+            proc.gdr_verdict = True
+        elif not reason or reason.startswith('(no module'):
             # nvidia_peermem is missing; GDR may still work through DMA-BUF (2.13+), see _Proc.dmabuf
             proc.gdr_no_module = proc.gdr_no_module or lineno
-        else:
-            proc.gdr_false = proc.gdr_false or lineno
+        elif proc.gdr_verdict is None:
+            proc.gdr_verdict = False        # e.g. "(distance 4 >= 2)"
         self._evidence('gdr', lineno, raw)
         return True
 
@@ -1080,8 +1124,8 @@ class NcclLogAnalyzer:
             elif proc.gdr_false is None:
                 proc.gdr_false = lineno
                 self._evidence('gdr', lineno, raw)
-            if src != dst and mh.group(4) is not None and mh.group(4) == mh.group(6):
-                proc.net_same_gpu = True
+            if src != dst and mh.group(4) is not None and mh.group(4) == mh.group(6) and len(proc.net_same_gpu) < 64:
+                proc.net_same_gpu.add(dst if side == 'send' else src)
             if side == 'send':
                 proc.own_ranks.add(src)
                 proc.net_peers.add((dst, name))
@@ -1121,7 +1165,7 @@ class NcclLogAnalyzer:
         if ch[6] is not None and ('proxy.c' in frame or 'transport/net' in frame):
             # The socket failed under the proxy thread or while connecting the network transport, not in bootstrap.
             entry = self.errors.get(ch[6])
-            if entry is not None and entry['category'] == 'bootstrap':
+            if entry is not None and entry['category'] == 'bootstrap' and entry['count'] == 1:     # (shared by text)
                 entry['category'], entry['meaning'] = 'proxy', _PROXY_SOCKET_MEANING
             ch[6] = None
 
@@ -1167,7 +1211,7 @@ class NcclLogAnalyzer:
 
     def _other(self, proc, rest, lineno, tag):
         """Lines that are not NCCL INFO/WARN: version banner, nccl-tests output, framework errors."""
-        if 'NCCL version' in rest:
+        if 'CCL version' in rest:
             mv = _VERSION.search(rest)
             if mv:
                 self._version(proc, mv.group(1), lineno)
@@ -1189,6 +1233,13 @@ class NcclLogAnalyzer:
         mf = _TESTS_FAIL.search(s)
         if mf:
             self._add_error(mf.group(1).strip(), 'nccl-tests', lineno, proc)
+            return
+        mc = _CRASH.search(s)
+        if mc:
+            sig = mc.group(1) or mc.group(2)
+            self._add_error(s, 'system', lineno, proc,
+                            meaning='the process crashed%s: its peers then fail or time out - look at the backtrace that '
+                                    'follows' % (' (signal %s)' % sig if sig else ''))
             return
         mw = _WATCHDOG.search(s)
         if mw:
@@ -1283,6 +1334,7 @@ def _table_row(columns, fields):
 _IB_SM_EVENTS = ('client reregistration', 'sm change', 'lid change', 'pkey change', 'gid table change', 'port active')
 
 
+_NET_NOT_FOUND = re.compile(r'error: network .{1,64} not found')
 _PROXY_SOCKET_MEANING = ("a socket of NCCL's proxy thread failed while connecting or running the network transport (not "
                          "bootstrap): the peer's process usually failed first (look for its own error), or "
                          "NCCL_SOCKET_IFNAME / a firewall blocks the connection between the nodes")
@@ -1299,6 +1351,15 @@ def classify_error(text):
                                  '(docker --shm-size=..., Kubernetes an emptyDir with medium: Memory at /dev/shm, or --ipc=host)')
     if 'async event' in low and any(w in low for w in _IB_SM_EVENTS):
         return 'IB event', 'a subnet manager notice about the port, not an error by itself'
+    if 'iommu' in low:
+        return 'system', ('a host configuration warning (the kernel command line lacks iommu=pt, which RCCL/AMD GPUs '
+                          'need for peer-to-peer), not a transport failure')
+    if 'libcuda' in low:
+        return 'system', ('the CUDA driver library libcuda.so was not found: install the NVIDIA driver (or the container '
+                          'toolkit) where the job runs; on WSL add /usr/lib/wsl/lib to LD_LIBRARY_PATH')
+    if _NET_NOT_FOUND.search(low):
+        return 'plugin load', ('NCCL_NET names a network that no loaded plugin provides: check NCCL_NET and that the net '
+                               'plugin library (libnccl-net-*.so) is found (NCCL_NET_PLUGIN, LD_LIBRARY_PATH)')
     if 'libibverbs' in low:
         return 'device', ('libibverbs could not be loaded: NCCL cannot use InfiniBand/RoCE and falls back to sockets - install '
                           'the rdma-core user space (libibverbs / rdma-core, or DOCA-OFED / MLNX_OFED)')
@@ -1454,8 +1515,7 @@ class _Summariser:
                 'nccl_version': sorted(p.versions)[0] if len(p.versions) == 1 else (sorted(p.versions) or None),
                 'net_transport': t,
                 'ib_devices': [_pub_dev(d) for d in p.ib_devices],
-                'gdr': True if p.gdr_true is not None else (
-                    False if p.gdr_false is not None or p.gdr_no_module is not None and not p.dmabuf else None),
+                'gdr': _proc_gdr(p),
                 'collnet': p.collnet,
                 'nvls': p.nvls,
                 'intra_node': list(p.intra),
@@ -1595,13 +1655,20 @@ class _Summariser:
         comms = [c for p in self.procs for c in p.comm_nodes]
         if any(nodes > 1 for _n, nodes in comms):
             return True, machines       # NCCL's own count of the nodes of a communicator
+        single_comm = bool(comms) and max(comms)[1] == 1     # the largest communicator printed has one node
         for p in self.procs:
-            if p.tree_internode or p.net_same_gpu:
-                return True, machines       # (one machine has one GPU of each busId / NVML index)
-            # A network hop to a rank this host does not show means another node, unless the log shows P2P or SHM
-            # disabled: then NCCL also loops through the NIC inside one node (shared fixture 12).
-            if p.net_peers and not self._intra_disabled(p):
-                local = host_ranks.get(p.host, set()) if p.host else p.own_ranks
+            if p.tree_internode:
+                return True, machines
+            local = host_ranks.get(p.host, set()) if p.host else p.own_ranks
+            if p.net_same_gpu and not single_comm and any(
+                    peer not in local for peer in p.net_same_gpu):
+                return True, machines       # one machine has one GPU of each busId / NVML index
+            # A network hop to a rank this host does not show means another node when the same process also shows
+            # P2P, SHM or NVLS connections and the log does not show P2P or SHM disabled: its node's GPUs are then
+            # reached without the NIC.  A hop alone proves nothing: NCCL also loops through the NIC inside one node
+            # with P2P/SHM off (shared fixture 12) or when the topology makes the NIC path faster.
+            if p.net_peers and not self._intra_disabled(p) and any(
+                    label.startswith(('P2P', 'SHM', 'NVLS')) for label in p.intra):
                 if any(peer not in local for peer, _name in p.net_peers):
                     return True, machines
         if machines != 1:
@@ -1750,6 +1817,22 @@ class _Summariser:
                 if isinstance(val, float) and (peak is None or val > peak):
                     peak = val
         return {'avg_busbw_gbps': an.busbw_avg, 'peak_busbw_gbps': peak, 'rows': an.busbw_rows}
+
+
+def _proc_gdr(p):
+    """GPU Direct RDMA of one process: its network connection lines decide (``/GDRDMA`` or not); without them the
+    transport's verdict, then the topology's verdicts about this process's rank or, when they name no rank, all of
+    them when they agree.  None when nothing decides."""
+    if p.gdr_true is not None:
+        return True
+    if p.gdr_false is not None:
+        return False
+    if p.gdr_verdict is not None:
+        return p.gdr_verdict
+    if p.gdr_no_module is not None and not p.dmabuf:
+        return False
+    verdicts = set(v for rank, v in p.gdr_topo if rank is None or rank in p.own_ranks)
+    return verdicts.pop() if len(verdicts) == 1 else None
 
 
 def gid_kind(prefix_hex, iid_hex):

@@ -176,8 +176,10 @@ ib_devices:
   elements: dict
   sample: [{name: mlx5_0, port: 1, link_layer: RoCE}]
 gdr:
-  description: GPUDirect RDMA in use (C(/GDRDMA) on network connection lines); false when network connections
-    lack it or NCCL printed C(GPU Direct RDMA Disabled); null without evidence.
+  description: GPUDirect RDMA in use. A process's network connection lines decide (C(/GDRDMA) or not); without
+    them the network transport's own C(GPU Direct RDMA Enabled/Disabled for HCA) line (C((no module)) is no verdict
+    next to C(DMA-BUF is available)), then the topology's C(GPU Direct RDMA ... for GPU X / HCA Y) lines about this
+    process's rank, or all of them when they agree. Null without evidence.
   returned: always
   type: bool
 collnet:
@@ -196,8 +198,10 @@ intra_node:
   type: list
   elements: str
 multi_node:
-  description: True when the log shows more than one machine, false when every rank is shown on one machine, null
-    otherwise.
+  description: True when the log shows more than one machine (several hosts, C(nNodes) above 1, an inter-node tree,
+    a network connection between two GPUs printing the same busId / NVML index, or one to a rank of another host
+    from a process that also shows P2P/SHM connections); false when every rank is shown on one machine; null
+    otherwise (a network connection alone proves nothing - NCCL also loops through the NIC inside one node).
   returned: always
   type: bool
 fallback_to_socket:

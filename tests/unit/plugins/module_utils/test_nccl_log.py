@@ -691,11 +691,13 @@ def test_rccl_communicator_tail_is_not_part_of_the_transport():
     assert r["net_transport"] == "IB" and r["gdr"] is True
 
 
-def test_network_hop_to_an_unseen_rank_is_not_another_node_when_p2p_or_shm_is_disabled():
-    hop = "h:1:2 [0] NCCL INFO Channel 00/0 : 1[2000] -> 0[1000] [receive] via NET/IB/0/GDRDMA\n"
-    assert analyze_text(hop)["multi_node"] is True
+def test_network_hop_to_an_unseen_rank_is_another_node_only_beside_p2p_or_shm_hops():
+    hop = "h:1:2 [0] NCCL INFO Channel 00/0 : 9[2000] -> 0[1000] [receive] via NET/IB/0/GDRDMA\n"
+    p2p = "h:1:2 [0] NCCL INFO Channel 00/0 : 0[1000] -> 1[3000] via P2P/IPC/read\n"
+    assert analyze_text(hop)["multi_node"] is None      # NCCL may loop through the NIC inside one node
+    assert analyze_text(p2p + hop)["multi_node"] is True
     for name in ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE"):
-        assert analyze_text("h:1:2 [0] NCCL INFO %s set by environment to 1.\n" % name + hop)["multi_node"] is None
+        assert analyze_text("h:1:2 [0] NCCL INFO %s set by environment to 1.\n" % name + p2p + hop)["multi_node"] is None
 
 
 def test_network_hop_between_gpus_with_the_same_id_is_between_nodes():
@@ -706,8 +708,47 @@ def test_network_hop_between_gpus_with_the_same_id_is_between_nodes():
 
 
 def test_two_processes_written_into_one_line_do_not_make_a_second_host():
-    r = analyze_text("g183:1:2g183:5:6 [1] NCCL INFO Connected NVLS tree\ng183:1:2 [0] NCCL INFO Using network IB\n")
+    r = analyze_text("g183:1:2 [0] NCCL INFO Using network IB\ng183:1:2g183:5:6 [1] NCCL INFO Connected NVLS tree\n")
     assert r["hosts"] == ["g183"] and r["machines"] == 1 and r["multi_node"] is None
+    # a host name that starts with digits keeps them unless the rest is a host already seen
+    r = analyze_text("a:5:66010-0-1-5:7:8 [0] NCCL INFO Using network IB\n")
+    assert r["hosts"] == ["66010-0-1-5"]
+
+
+def test_glued_host_and_pid_that_two_processes_share_are_attributed_to_neither():
+    r = analyze_text("node1:23:5 [0] NCCL INFO Using network IB\nnode12:3:5 [0] NCCL INFO Using network IB\n"
+                     "node123:5 [0] NCCL INFO Using network Socket\n")
+    assert r["per_host"]["node1:23"]["net_transport"] == "IB" and r["per_host"]["node12:3"]["net_transport"] == "IB"
+
+
+def test_same_gpu_id_rule_ignores_one_node_communicators():
+    hop = "NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n"
+    log = ("h1:100:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0\n"
+           "h1:200:1 [0] NCCL INFO comm 0x2 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0\n"
+           "h1:100:1 [0] " + hop)
+    assert analyze_text(log)["multi_node"] is False
+
+
+def test_gdr_is_decided_by_the_connection_lines_not_by_topology_lines_about_other_gpus():
+    r = analyze_text("h:1:2 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 1 / HCA 0 (distance 3 <= 4), read 0 mode Default\n"
+                     "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0\n")
+    assert r["gdr"] is False
+    mixed = analyze_text("h:1:2 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 1b000 / HCA 0 (distance 3 <= 4), read 0\n"
+                         "h:1:2 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 1b000 / HCA 1 (distance 9 > 4)\n")
+    assert mixed["gdr"] is None
+    own = ("h:1:2 [0] NCCL INFO comm 0x1 rank 3 nranks 8 cudaDev 0 busId 1b000 - Init COMPLETE\n"
+           "h:1:2 [0] NCCL INFO GPU Direct RDMA Disabled for GPU/0-1b000 (rank 3) - NET/0-0 (distance 7 > 4)\n"
+           "h:1:2 [0] NCCL INFO GPU Direct RDMA Enabled for GPU/0-3b000 (rank 5) - NET/0-0 (distance 3 <= 4, read 1, mode Default)\n")
+    assert analyze_text(own)["gdr"] is False
+
+
+def test_hpcx_plugin_gdr_mode_lines_and_dma_buf_beside_a_bare_disabled_line():
+    r = analyze_text("h:1:2 [0] NCCL INFO NET/IBext_v9 : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'\n"
+                     "h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0'\n")
+    assert r["gdr"] is True
+    r = analyze_text("h:1:2 [0] NCCL INFO NET/IBext_v9 : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'\n"
+                     + "h:1:2 [0] NCCL INFO DMA-BUF is available on GPU device 0\n" * 8)
+    assert r["gdr"] is None and len(r["evidence"]["gdr"]) == 1
 
 
 def test_prefix_with_a_blank_before_the_first_colon_or_a_lost_colon_keeps_its_process():
@@ -825,3 +866,46 @@ def test_nccl_2_4_nic_distance_line_names_the_network(name, transport, fallback)
 def test_no_transport_found_is_a_topology_error():
     category, meaning = classify_error("transport.cc:174 NCCL WARN No transport found for rank 0[1000] -> rank 1[2000]")
     assert category == "topology" and "no transport" in meaning.lower()
+
+
+def test_rccl_version_banner():
+    assert analyze_text("RCCL version : 2.21.5-HEAD:9a0e6a1\n")["nccl_version"] == "2.21.5"
+    assert analyze_text("node [0] NCCL INFO RCCL version : 2.27.7-HEAD:29e1567\n")["nccl_version"] == "2.27.7"
+
+
+@pytest.mark.parametrize("line, signal", [
+    ("[rtptest1621:405884] *** Process received signal ***", None),
+    ("[gpu7:1234:0:1240] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)", "11"),
+])
+def test_a_crashed_process_is_an_error(line, signal):
+    errors = analyze_text(line + "\n")["errors"]
+    assert [(e["text"], e["category"]) for e in errors] == [(line, "system")]
+    assert ("signal %s" % signal in errors[0]["meaning"]) if signal else "crashed" in errors[0]["meaning"]
+
+
+def test_a_plugin_the_loader_refused_is_an_error_but_a_missing_one_is_not():
+    refused = ("h:1:2 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : /usr/lib/libnccl-net.so: version `GLIBC_2.32' "
+               "not found (required by /usr/lib/libnccl-net.so) : when loading libnccl-net.so\n")
+    errors = analyze_text(refused)["errors"]
+    assert [e["category"] for e in errors] == ["plugin load"] and "GLIBC_2.32" in errors[0]["meaning"]
+    missing = ("h:1:2 [0] NCCL INFO NET/Plugin : Plugin load returned 2 : libnccl-net.so: cannot open shared object "
+               "file: No such file or directory.\n")
+    assert analyze_text(missing)["errors"] == []
+
+
+@pytest.mark.parametrize("text, category, words", [
+    ("net.cc:579 NCCL WARN Error: network gIB not found.", "plugin load", "NCCL_NET"),
+    ('init.cc:100 NCCL WARN Missing "iommu=pt" from kernel command line which can lead to system instablity or hang!',
+     "system", "iommu=pt"),
+    ("cudawrap.cc:179 NCCL WARN Failed to find CUDA library libcuda.so (NCCL_CUDA_PATH='')", "system", "libcuda.so"),
+])
+def test_host_and_plugin_setup_warnings_say_what_to_fix(text, category, words):
+    got_category, meaning = classify_error(text)
+    assert got_category == category and words in meaning
+
+
+@pytest.mark.parametrize("wrapper", ["node01: ", "10.3.35.83: "])
+def test_pdsh_style_host_wrapper_is_removed_from_nccl_tests_lines(wrapper):
+    r = analyze_text(wrapper + "#  Rank  0 Group  0 Pid     42 on ip-10-3-60-129 device  0 [0x53] NVIDIA H100\n"
+                     + wrapper + "#  Rank 15 Group  0 Pid     42 on ip-10-3-60-130 device  7 [0xca] NVIDIA H100\n")
+    assert r["multi_node"] is True and r["machines"] == 2
