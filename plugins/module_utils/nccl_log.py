@@ -619,6 +619,7 @@ class NcclLogAnalyzer:
     def __init__(self):
         self.lineno = 0
         self.procs = {}
+        self._tid = None            # thread id of the line being read (its prefix), for return-code chains
         self.glued_keys = {}        # host + pid run together -> that process (prefixes that lost their first colon)
         self.hosts_seen = set()
         self.versions = {}
@@ -738,8 +739,10 @@ class NcclLogAnalyzer:
         m = _PREFIX.search(s)
         proc = None
         rest = s
+        self._tid = None
         if m and m.start() <= 64:
             host, pid, dev = m.group(1), m.group(2), m.group(4)
+            self._tid = m.group(3)
             if m.start() and host[0].isdigit() and _CUT_PREFIX.search(s, 0, m.start()):
                 cut = host.lstrip('0123456789')     # the cut tid may have run into a host name seen before
                 if cut in self.hosts_seen:
@@ -759,6 +762,7 @@ class NcclLogAnalyzer:
             if mg and mg.start() <= 64:
                 proc = self.glued_keys.get(mg.group(1))      # only a process already seen by its whole prefix
                 if proc is not None:
+                    self._tid = mg.group(2)
                     proc.devs.add(int(mg.group(3)))
                     rest = s[mg.end():]
         self.lines_seen += 1
@@ -838,8 +842,8 @@ class NcclLogAnalyzer:
                         proc.net_code = ('Socket', lineno)
                 self._chain(proc, mr.group(1) + ':' + mr.group(2) + ' -> ' + mr.group(3), int(mr.group(3)), lineno)
                 return
-        if proc.chain is not None:
-            self._flush_chain(proc)
+        if proc.chain is not None and self._tid in proc.chain:
+            self._flush_chain(proc, self._tid)
         if c0 == 'C' or c0 == 'R':
             if msg.startswith('Channel ') or msg.startswith('Ring '):
                 if ' via ' in msg:
@@ -1149,19 +1153,37 @@ class NcclLogAnalyzer:
             self._evidence('intra', lineno, raw)
 
     def _chain(self, proc, frame, code, lineno):
-        ch = proc.chain
+        """A return-code frame of ``proc`` printed by thread ``self._tid``.  Each thread has its own open chain (the
+        threads of one process that drives several GPUs interleave theirs); a chain passes to another thread only on
+        the very next line with the same code (a proxy thread handing its failure to the caller).  ``proc.chain``:
+        None, or {tid: [first frame, last frame, code, frames, first line, last line, socket WARN key]}."""
+        chains = proc.chain
+        if chains is None:
+            chains = proc.chain = {}
+        tid = self._tid
+        ch = chains.get(tid)
         # Frames of lines without a process prefix (key '-') may come from any process: they form one call stack
         # only on consecutive lines.
         if ch is not None and ch[2] == code and (proc.key != '-' or lineno - ch[5] <= 1):
-            ch[1] = frame
-            ch[3] += 1
-            ch[5] = lineno
+            pass
         else:
             if ch is not None:
-                self._flush_chain(proc)
-            # A socket WARN right before the first frame belongs to this call stack.
-            warn = proc.socket_warn[0] if proc.socket_warn is not None and proc.socket_warn[1] == lineno - 1 else None
-            ch = proc.chain = [frame, frame, code, 1, lineno, lineno, warn]
+                self._flush_chain(proc, tid)
+                chains = proc.chain = proc.chain if proc.chain is not None else {}
+            ch = None
+            for other, och in chains.items():
+                if och[2] == code and och[5] == lineno - 1:
+                    ch = chains.pop(other)
+                    chains[tid] = ch
+                    break
+            if ch is None:
+                # A socket WARN right before the first frame belongs to this call stack.
+                warn = proc.socket_warn[0] if proc.socket_warn is not None and proc.socket_warn[1] == lineno - 1 else None
+                chains[tid] = [frame, frame, code, 0, lineno, lineno, warn]
+                ch = chains[tid]
+        ch[1] = frame
+        ch[3] += 1
+        ch[5] = lineno
         if ch[6] is not None and ('proxy.c' in frame or 'transport/net' in frame):
             # The socket failed under the proxy thread or while connecting the network transport, not in bootstrap.
             entry = self.errors.get(ch[6])
@@ -1169,14 +1191,23 @@ class NcclLogAnalyzer:
                 entry['category'], entry['meaning'] = 'proxy', _PROXY_SOCKET_MEANING
             ch[6] = None
 
-    def _flush_chain(self, proc):
-        ch = proc.chain
-        proc.chain = None
+    def _flush_chain(self, proc, tid):
+        """Close the chain of thread ``tid`` of ``proc``: two frames or more with a non-zero code make an error."""
+        chains = proc.chain
+        ch = chains.pop(tid, None) if chains is not None else None
+        if not chains:
+            proc.chain = None
         if ch is None or ch[3] < 2 or ch[2] == 0:
             return
         name = RETURN_CODES.get(ch[2], 'error %d' % ch[2])
         text = '%s ... %s' % (ch[0], ch[1])
         self._add_error(text, 'return code', ch[4], proc, meaning='%s (%d) returned up the call stack' % (name, ch[2]))
+
+    def _flush_chains(self, proc):
+        """Close every open chain of ``proc``, oldest first."""
+        if proc.chain is not None:
+            for tid in sorted(proc.chain, key=lambda t: proc.chain[t][4]):
+                self._flush_chain(proc, tid)
 
     def _ib_unavailable(self, proc, lineno, raw):
         proc.ib_probe_line = proc.ib_probe_line or lineno
@@ -1185,8 +1216,8 @@ class NcclLogAnalyzer:
     def _warn(self, proc, text, msg, lineno, shown=None):
         """A WARN line: ``text`` from its source location on, ``msg`` after "WARN", ``shown`` the text as the log prints
         it (it differs when autolinks were removed): that one is quoted in ``errors``."""
-        if proc is not None and proc.chain is not None:
-            self._flush_chain(proc)
+        if proc is not None and proc.chain is not None and self._tid in proc.chain:
+            self._flush_chain(proc, self._tid)
         text = text.strip()
         if proc is not None:
             if _IB_UNAVAILABLE.match(msg):
@@ -1298,8 +1329,7 @@ class NcclLogAnalyzer:
     def result(self):
         """Return the analysis as a JSON-serialisable dict (see the module RETURN for the keys)."""
         for proc in self.procs.values():
-            if proc.chain is not None:
-                self._flush_chain(proc)
+            self._flush_chains(proc)
         return _Summariser(self).summary()
 
 

@@ -909,3 +909,22 @@ def test_pdsh_style_host_wrapper_is_removed_from_nccl_tests_lines(wrapper):
     r = analyze_text(wrapper + "#  Rank  0 Group  0 Pid     42 on ip-10-3-60-129 device  0 [0x53] NVIDIA H100\n"
                      + wrapper + "#  Rank 15 Group  0 Pid     42 on ip-10-3-60-130 device  7 [0xca] NVIDIA H100\n")
     assert r["multi_node"] is True and r["machines"] == 2
+
+
+def test_return_code_chains_of_threads_of_one_process_do_not_mix():
+    log = ("h:1:10 [0] NCCL INFO transport/net.cc:100 -> 2\n"
+           "h:1:11 [1] NCCL INFO misc/socket.cc:50 -> 6\n"
+           "h:1:10 [0] NCCL INFO init.cc:200 -> 2\n"
+           "h:1:11 [1] NCCL INFO proxy.cc:70 -> 6\n"
+           "h:1:10 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
+           "h:1:11 [1] NCCL INFO group.cc:80 -> 6\n")
+    assert sorted(e["text"] for e in analyze_text(log)["errors"]) == [
+        "misc/socket.cc:50 -> 6 ... group.cc:80 -> 6", "transport/net.cc:100 -> 2 ... init.cc:200 -> 2"]
+
+
+def test_a_chain_passes_to_another_thread_on_the_next_line():
+    log = ("h:1:10 [0] NCCL INFO transport/net_ib.cc:900 -> 6\n"
+           "h:1:10 [0] NCCL INFO transport/net.cc:901 -> 6\n"
+           "h:1:11 [0] NCCL INFO transport/net.cc:450 -> 6\n"
+           "h:1:11 [0] NCCL INFO group.cc:133 -> 6\n")
+    assert [e["text"] for e in analyze_text(log)["errors"]] == ["transport/net_ib.cc:900 -> 6 ... group.cc:133 -> 6"]
