@@ -73,6 +73,8 @@ _PREFIX = re.compile(r'(?<![\w.\-])([\w.\-]+) ?:(\d+):(\d+) \[(-?\d+)\] ')
 _PREFIX_GLUED = re.compile(r'(?<![\w.\-])([\w.\-]*\d):(\d+) \[(-?\d+)\] ')
 # Two processes writing into one line: "g183:161264:166015g183:161258:166018 [1] " - the second prefix follows a cut
 # "host:pid:" of the first, whose tid digits run into the second host name.
+# A prefix the poster masked with words ("hostname:portnum [0] INFO ..."), only when INFO or WARN follows.
+_MASKED_PREFIX = re.compile(r'^[^\s:\[\]]{1,64}(?::[^\s:\[\]]{1,64}){1,2} \[-?\d+\] (?=(?:NCCL )?(?:INFO|WARN) |[\w./\-+]+:\d+ (?:NCCL )?WARN )')
 _CUT_PREFIX = re.compile(r'(?<![\w.\-])[\w.\-]+:\d+:$')
 # The source location NCCL (or a net plugin) prints before WARN: "transport/net_ib.cc:93", "misc/socket.cc:50
 # (ncclSocketConnect)", or a plugin's C++ signature "tcpxResult_t tcpxCommProgress(tcpxComm*):1231".
@@ -156,6 +158,8 @@ _IB_DATAPATH_WARN = re.compile(r'^transport/net_ib(?:\.\w+|/[\w.]+):\d+(?: \([^)
                                r'(?:Got completion|ncclIbTest: Got CQE)')
 # GPU Direct RDMA verdicts of the network transport: per HCA ("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'
 # (no module)") or, in 2.4, per connection ("NET/IB : GPU Direct RDMA Enabled for GPU 0[0] / HCA 0 (distance 2 < 3)").
+# A data-path failure of NCCL's socket transport (transport/net_socket.cc): sockets carried the data.
+_SOCKET_DATAPATH_WARN = re.compile(r'^transport/net_socket\.\w+:\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/Socket ?:')
 _GDR_VERDICT = re.compile(r"^NET/\w+ ?: GPU Direct RDMA (Enabled|Disabled) for "
                           r"(?:HCA \d+ '[^']*'|GPU [0-9A-Fa-fx]+(?:\[\d+\])? / HCA [\w.\-]+)(.*)$")
 # HPC-X plugin: "NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0'", "... (nvidia-peermem) enabled ...".
@@ -182,7 +186,7 @@ _TESTS_ROW = re.compile(r'^\s*(\d+)\s+(\d+)\s+([A-Za-z]\w*)\s+(.*)$')      # siz
 _TESTS_FAIL = re.compile(r'(Test (?:NCCL|CUDA) failure .*|Test failure \S+)$')
 _WATCHDOG = re.compile(r'(\[Rank \d+\] Watchdog caught collective operation timeout.*)$')
 _TORCH_NCCL_ERR = re.compile(r'((?:torch\.distributed\.)?(?:DistBackendError|RuntimeError): NCCL error.*|NCCL error in: .*|'
-                             r'(?<=what\(\):  )NCCL error.*)$')
+                             r'(?:(?<=what\(\): )|(?<=what\(\):  ))NCCL error.*)$')
 _WC_STATUS = re.compile(r'(?:with (?:error|status)[ =]|status=)(?:IBV_WC_\w+\()?(\d+)')
 # connectNvls prints the NVLS heads / trees only when NVLS is set up: "NVLS Head  0:  0  8 16", "NVLS Trees : ...".
 _NVLS_TREE = re.compile(r'^NVLS (?:Head\s+\d+:(?:\s+-?\d+)+|Trees? ?:)')
@@ -559,7 +563,8 @@ class _Proc:
                  'collnet_plugin', 'nvls', 'nvls_line', 'collnet', 'own_ranks', 'net_peers', 'nranks', 'env',
                  'ifaces', 'eras', 'gids', 'chain', 'tree_internode', 'loopback_bootstrap', 'socket_ifaces',
                  'internal_plugin', 'ib_datapath_line', 'net_code', 'comm_nodes', 'ofi_modern', 'net_same_gpu',
-                 'socket_warn', 'gdr_no_module', 'dmabuf', 'gdr_verdict', 'gdr_topo')
+                 'socket_warn', 'gdr_no_module', 'dmabuf', 'gdr_verdict', 'gdr_topo',
+                 'socket_datapath_line')
 
     def __init__(self, key, host, pid):
         self.key = key
@@ -596,6 +601,7 @@ class _Proc:
         self.gdr_no_module = None   # line of "GPU Direct RDMA Disabled for HCA n 'x'" without a reason, or "(no module)"
         self.dmabuf = False         # "DMA-BUF is available on GPU device N": GDR without nvidia_peermem (2.13+)
         self.gdr_verdict = None     # the network transport's own verdict (True/False), when no connection line decides
+        self.socket_datapath_line = None    # a WARN of NCCL's socket transport on the data path
         self.gdr_topo = []          # (rank or None, True/False) of the topology's GPU / NIC verdicts
         self.nranks = None
         self.env = {}
@@ -622,6 +628,7 @@ class NcclLogAnalyzer:
         self._tid = None            # thread id of the line being read (its prefix), for return-code chains
         self.glued_keys = {}        # host + pid run together -> that process (prefixes that lost their first colon)
         self.hosts_seen = set()
+        self.pid_hosts = {}         # pid -> hosts seen with it
         self.versions = {}
         self.errors = {}
         self.errors_dropped = 0
@@ -683,13 +690,13 @@ class NcclLogAnalyzer:
                     self._line(sub, lineno)
                 return
         if line.count('] NCCL ') > 1:
-            for part in _JOINED.split(line):
-                self._line(part, lineno)
+            for i, part in enumerate(_JOINED.split(line)):
+                self._line(part, lineno, joined=i > 0)
             return
         self._line(line, lineno)
 
     # ------------------------------------------------------------ per line
-    def _line(self, line, lineno):
+    def _line(self, line, lineno, joined=False):
         if self.in_table:
             if self._table_line(line):
                 return
@@ -747,11 +754,14 @@ class NcclLogAnalyzer:
                 cut = host.lstrip('0123456789')     # the cut tid may have run into a host name seen before
                 if cut in self.hosts_seen:
                     host = cut
+            if host not in self.hosts_seen:
+                host = self._known_host(host, pid, joined)
             key = host + ':' + pid
             proc = self.procs.get(key)
             if proc is None:
                 proc = self.procs[key] = _Proc(key, host, int(pid))
                 self.hosts_seen.add(host)
+                self.pid_hosts.setdefault(pid, []).append(host)
                 glued = host + pid
                 # two processes whose host and pid run together alike ("node1"+"23", "node12"+"3"): neither
                 self.glued_keys[glued] = proc if glued not in self.glued_keys else None
@@ -765,6 +775,13 @@ class NcclLogAnalyzer:
                     self._tid = mg.group(2)
                     proc.devs.add(int(mg.group(3)))
                     rest = s[mg.end():]
+            else:
+                mm = _MASKED_PREFIX.match(s)
+                if mm:
+                    # a prefix the poster masked ("hostname:portnum [0] INFO ..."): no process, but the message is read
+                    rest = s[mm.end():]
+                    if rest.startswith('INFO '):
+                        rest = 'NCCL ' + rest
         self.lines_seen += 1
         # Level and message.
         if proc is not None:
@@ -805,6 +822,19 @@ class NcclLogAnalyzer:
             self._info(self._tag_proc(tag), rest, lineno, line)
             return
         self._other(None, rest, lineno, tag)
+
+    def _known_host(self, host, pid, joined):
+        """``host`` of a new prefix, or the host already seen that it stands for: a host clipped at its start with the
+        pid of a process of that host ("[15]23:83:" for "worker-23:83:"), or, in a line several writes ran into, one
+        whose end it is ("...cudaDev 1 nvmlax-vllm-0:273:273 [3]" for "lax-vllm-0")."""
+        for seen in self.pid_hosts.get(pid, ()):
+            if len(seen) > len(host) and seen.endswith(host):
+                return seen
+        if joined:
+            best = max((h for h in self.hosts_seen if len(h) >= 3 and host.endswith(h)), key=len, default=None)
+            if best is not None:
+                return best
+        return host
 
     def _as_printed(self, tail):
         """``tail`` (the end of the current line as read, autolinks removed) as the log shows it, for quoting."""
@@ -1044,6 +1074,9 @@ class NcclLogAnalyzer:
             return
         if msg.startswith('NET/OFI'):
             proc.ofi = True
+            if 'disabling GDR' in msg and proc.gdr_verdict is None:
+                proc.gdr_verdict = False    # "NET/OFI Could not disable CUDA API usage for HMEM, disabling GDR"
+                self._evidence('gdr', lineno, raw)
             if _OFI_MODERN.match(msg):
                 proc.ofi_modern = True
             mo = _OFI_PROVIDER.match(msg)
@@ -1222,6 +1255,9 @@ class NcclLogAnalyzer:
         if proc is not None:
             if _IB_UNAVAILABLE.match(msg):
                 self._ib_unavailable(proc, lineno, text)
+            elif proc.socket_datapath_line is None and _SOCKET_DATAPATH_WARN.match(text):
+                proc.socket_datapath_line = lineno
+                self._evidence('socket', lineno, text)
             elif proc.ib_datapath_line is None and _IB_DATAPATH_WARN.match(text):
                 proc.ib_datapath_line = lineno
                 self._evidence('ib_datapath', lineno, text)
@@ -1234,6 +1270,11 @@ class NcclLogAnalyzer:
             proc.socket_warn = ((shown or text).strip(), lineno) if category == 'bootstrap' else None
 
     def _version(self, proc, version, lineno):
+        major, minor, patch = (int(x) for x in version.split('.'))
+        if major >= 10:
+            # Older PyTorch decoded NCCL's version code with the pre-2.9 formula: code 21104 (2.11.4) printed as 21.1.4
+            code = major * 1000 + minor * 100 + patch
+            version = '%d.%d.%d' % (code // 10000, code % 10000 // 100, code % 100)
         entry = self.versions.get(version)
         if entry is None:
             self.versions[version] = lineno
@@ -1280,7 +1321,12 @@ class NcclLogAnalyzer:
             return
         mt = _TORCH_NCCL_ERR.search(s)
         if mt:
-            category, meaning = classify_error(mt.group(1))
+            # PyTorch may print NCCL's own last error on the same line: "... Last error: <the WARN text>"
+            head, sep, cause = mt.group(1).partition('Last error:')
+            category, meaning = classify_error(cause.strip() if sep and cause.strip() else head)
+            if meaning is None:
+                low = head.lower()
+                meaning = next((m for phrase, m in _NCCL_RESULT_PHRASES if phrase in low), None)
             self._add_error(mt.group(1).strip(), category if category != 'other' else 'framework', lineno, proc, meaning=meaning)
 
     def _table_line(self, line):
@@ -1364,82 +1410,133 @@ def _table_row(columns, fields):
 _IB_SM_EVENTS = ('client reregistration', 'sm change', 'lid change', 'pkey change', 'gid table change', 'port active')
 
 
+# The ncclResult_t wording a framework prints ("NCCL error in: ..., remote process exited or there was a network error").
+_NCCL_RESULT_PHRASES = (
+    ('remote process exited', 'ncclRemoteError: a peer process exited or the network failed - find the first error on '
+                              'the other hosts (a crash, out of memory, a network WARN)'),
+    ('unhandled system error', 'ncclSystemError: a system or library call failed (sockets, memory, IB verbs) - the NCCL '
+                               'WARN lines before it say which'),
+    ('invalid usage', 'ncclInvalidUsage: NCCL was called wrongly (two ranks on one GPU, mismatched communicators or '
+                      'collectives) - see the WARN before it'),
+    ('internal error', 'ncclInternalError: an internal check failed, often a topology or settings mismatch between '
+                       'ranks - see the WARN before it'),
+    ('invalid argument', 'ncclInvalidArgument: an NCCL call got a wrong argument'),
+)
+# "Cuda failure 'out of memory'" and its kin: what the CUDA error string means for an NCCL job.
+_CUDA_FAILURES = (
+    (('out of memory',), 'the GPU ran out of memory while NCCL set up its buffers: leave more GPU memory free or lower '
+                         'NCCL_BUFFSIZE / the channel count'),
+    (('no kernel image',), 'the binary has no kernels for this GPU architecture: use a PyTorch / NCCL build that '
+                           'supports its compute capability'),
+    (('unknown error', 'initialization error', 'system not yet initialized'),
+     'the CUDA driver is in a failed state: check nvidia-smi and dmesg (Xid errors, the fabric manager on NVSwitch '
+     'systems), then reset the GPU or reboot'),
+    (('ipc', 'cumem', 'invalid device context', 'operation not permitted'),
+     'CUDA could not share GPU memory between processes: run containers with --ipc=host (or a shared IPC namespace) '
+     'or set NCCL_CUMEM_ENABLE=0'),
+)
 _NET_NOT_FOUND = re.compile(r'error: network .{1,64} not found')
 _PROXY_SOCKET_MEANING = ("a socket of NCCL's proxy thread failed while connecting or running the network transport (not "
                          "bootstrap): the peer's process usually failed first (look for its own error), or "
                          "NCCL_SOCKET_IFNAME / a firewall blocks the connection between the nodes")
 
 
+def _any(*words):
+    """A rule test: any of ``words`` in the lower-cased text."""
+    return lambda low: any(w in low for w in words)
+
+
+def _completion_meaning(text, low):
+    m = _WC_STATUS.search(text)
+    if m is None:
+        return 'an RDMA work completion failed'
+    status = int(m.group(1))
+    name, meaning = WC_STATUS.get(status, ('status %d' % status, 'see ibv_wc_status'))
+    return '%s (%d): %s' % (name, status, meaning)
+
+
+def _qp_meaning(text, low):
+    if 'unreachable' in low or 'timed out' in low:
+        return 'queue pair setup failed: no route to the peer GID - usually the wrong NCCL_IB_GID_INDEX on RoCE or a down link'
+    return 'queue pair setup failed'
+
+
+def _cuda_failure_meaning(text, low):
+    return next((meaning for words, meaning in _CUDA_FAILURES if any(w in low for w in words)), None)
+
+
+# classify_error's rules, first match wins: (test of the lower-cased text, category, meaning or meaning(text, low)).
+_ERROR_RULES = (
+    (lambda low: low.startswith('ras/') or ' ras/' in low or low.startswith('ras '), 'RAS',
+     "NCCL's RAS monitoring service (2.24+) failed; it does not carry collective traffic - a bind failure usually means "
+     "another job on the host already uses the RAS port (NCCL_RAS_ADDR)"),
+    (_any('shmutils', '/dev/shm', 'shared memory segment'), 'shared memory',
+     "NCCL could not create its shared-memory segment: the container's /dev/shm is too small (docker --shm-size=..., "
+     "Kubernetes an emptyDir with medium: Memory at /dev/shm, or --ipc=host)"),
+    (lambda low: 'async event' in low and any(w in low for w in _IB_SM_EVENTS), 'IB event',
+     'a subnet manager notice about the port, not an error by itself'),
+    (_any('iommu'), 'system',
+     'a host configuration warning (the kernel command line lacks iommu=pt, which RCCL/AMD GPUs need for peer-to-peer), '
+     'not a transport failure'),
+    (_any('libcuda'), 'system',
+     'the CUDA driver library libcuda.so was not found: install the NVIDIA driver (or the container toolkit) where the '
+     'job runs; on WSL add /usr/lib/wsl/lib to LD_LIBRARY_PATH'),
+    (_NET_NOT_FOUND.search, 'plugin load',
+     'NCCL_NET names a network that no loaded plugin provides: check NCCL_NET and that the net plugin library '
+     '(libnccl-net-*.so) is found (NCCL_NET_PLUGIN, LD_LIBRARY_PATH)'),
+    (_any('allocation failed'), 'system',
+     'NCCL could not allocate a buffer for a peer (usually the GPU is out of memory): leave more GPU memory free or lower '
+     'NCCL_BUFFSIZE / the channel count'),
+    (_any('ibv_reg_dmabuf_mr'), 'device',
+     'the RDMA stack cannot register GPU memory through DMA-BUF: set NCCL_DMABUF_ENABLE=0 to use nvidia_peermem instead, '
+     'or upgrade the kernel (5.12+), rdma-core and the NIC driver'),
+    (lambda low: 'cuda failure' in low and _cuda_failure_meaning(None, low) is not None, 'system', _cuda_failure_meaning),
+    (_any('libibverbs'), 'device',
+     'libibverbs could not be loaded: NCCL cannot use InfiniBand/RoCE and falls back to sockets - install the rdma-core '
+     'user space (libibverbs / rdma-core, or DOCA-OFED / MLNX_OFED)'),
+    (_any('duplicate gpu'), 'duplicate GPU',
+     'two ranks of one communicator use the same GPU: check CUDA_VISIBLE_DEVICES / local rank mapping'),
+    (_any('completion', 'got cqe'), 'completion', _completion_meaning),
+    (_any('modify_qp', 'ibv_create_qp', ' qp '), 'QP', _qp_meaning),
+    (_any('gid'), 'GID', 'GID lookup failed: check NCCL_IB_GID_INDEX and that the netdev has an IP address'),
+    (_any('net/ofi', 'plugin', 'dlopen', 'libnccl-net'), 'plugin load', 'the external network plugin failed'),
+    (lambda low: low.startswith('proxy.cc') or 'proxy' in low and ('failed' in low or 'closed' in low or 'broken pipe' in low),
+     'proxy', "NCCL's proxy thread lost a connection to a peer: that peer's process usually failed first (look for its "
+              "own error: Cuda failure, out of memory, a killed rank) or the network dropped"),
+    (_any('no transport found'), 'topology',
+     'NCCL found no transport between two ranks: P2P and SHM are disabled or impossible and no network is usable '
+     '(NCCL_P2P_DISABLE / NCCL_SHM_DISABLE, NCCL_NET, NCCL_IB_DISABLE, containers without a shared IPC namespace)'),
+    (lambda low: 'does not loop back' in low or 'ring' in low and 'loop' in low, 'topology',
+     'the rings NCCL built are inconsistent between ranks: ranks see a different topology or different NCCL settings '
+     '(NCCL_* variables, NCCL_TOPO_FILE) - make them identical on all nodes'),
+    (_any('already checked in'), 'bootstrap',
+     'two processes registered the same rank with the bootstrap root: duplicated launcher tasks (srun / mpirun), a wrong '
+     'RANK / LOCAL_RANK, or two jobs sharing MASTER_ADDR:MASTER_PORT or NCCL_COMM_ID'),
+    (_any('mismatch in rank count'), 'bootstrap',
+     'the processes disagree on the number of ranks: check WORLD_SIZE / nranks on every node, and that no other job uses '
+     'the same MASTER_ADDR:MASTER_PORT or NCCL_COMM_ID'),
+    (lambda low: low.startswith('transport/net_socket') and 'warn' in low, 'proxy', _PROXY_SOCKET_MEANING),
+    (_any('closed by remote peer', 'connection reset by peer'), 'bootstrap',
+     'the peer closed the connection: its process usually exited or crashed first - look for the first error on the other '
+     'host; if there is none, check NCCL_SOCKET_IFNAME, firewalls and routes'),
+    (lambda low: low.startswith('net :') or any(w in low for w in ('socket', 'bootstrap', 'connect', ' net : ', 'address')),
+     'bootstrap', 'out-of-band TCP connection between ranks failed: check NCCL_SOCKET_IFNAME, firewalls and routes'),
+    (_any('timeout', 'timed out', 'watchdog'), 'timeout', 'an operation timed out'),
+    (_any('real path'), 'device',
+     'NCCL could not resolve the PCI path of the RDMA device (usual for soft-RoCE rxe and other virtual devices): topology '
+     'detection treats it as remote'),
+    (_any('ibv_', 'net/ib', 'no device', 'mlx5', 'device'), 'device', 'an RDMA device call failed'),
+    (_any('nvml', 'cuda'), 'system', 'a CUDA / NVML call failed'),
+)
+
+
 def classify_error(text):
-    """Return (category, meaning) for a WARN / error line."""
+    """Return (category, meaning) for a WARN / error line: the first of ``_ERROR_RULES`` that matches, else
+    ('other', None)."""
     low = text.lower()
-    if low.startswith('ras/') or ' ras/' in low or low.startswith('ras '):
-        return 'RAS', ("NCCL's RAS monitoring service (2.24+) failed; it does not carry collective traffic - a bind failure "
-                       "usually means another job on the host already uses the RAS port (NCCL_RAS_ADDR)")
-    if 'shmutils' in low or '/dev/shm' in low or 'shared memory segment' in low:
-        return 'shared memory', ('NCCL could not create its shared-memory segment: the container\'s /dev/shm is too small '
-                                 '(docker --shm-size=..., Kubernetes an emptyDir with medium: Memory at /dev/shm, or --ipc=host)')
-    if 'async event' in low and any(w in low for w in _IB_SM_EVENTS):
-        return 'IB event', 'a subnet manager notice about the port, not an error by itself'
-    if 'iommu' in low:
-        return 'system', ('a host configuration warning (the kernel command line lacks iommu=pt, which RCCL/AMD GPUs '
-                          'need for peer-to-peer), not a transport failure')
-    if 'libcuda' in low:
-        return 'system', ('the CUDA driver library libcuda.so was not found: install the NVIDIA driver (or the container '
-                          'toolkit) where the job runs; on WSL add /usr/lib/wsl/lib to LD_LIBRARY_PATH')
-    if _NET_NOT_FOUND.search(low):
-        return 'plugin load', ('NCCL_NET names a network that no loaded plugin provides: check NCCL_NET and that the net '
-                               'plugin library (libnccl-net-*.so) is found (NCCL_NET_PLUGIN, LD_LIBRARY_PATH)')
-    if 'libibverbs' in low:
-        return 'device', ('libibverbs could not be loaded: NCCL cannot use InfiniBand/RoCE and falls back to sockets - install '
-                          'the rdma-core user space (libibverbs / rdma-core, or DOCA-OFED / MLNX_OFED)')
-    if 'duplicate gpu' in low:
-        return 'duplicate GPU', 'two ranks of one communicator use the same GPU: check CUDA_VISIBLE_DEVICES / local rank mapping'
-    if 'completion' in low or 'got cqe' in low:
-        m = _WC_STATUS.search(text)
-        if m:
-            status = int(m.group(1))
-            name, meaning = WC_STATUS.get(status, ('status %d' % status, 'see ibv_wc_status'))
-            return 'completion', '%s (%d): %s' % (name, status, meaning)
-        return 'completion', 'an RDMA work completion failed'
-    if 'modify_qp' in low or 'ibv_create_qp' in low or ' qp ' in low:
-        hint = ''
-        if 'unreachable' in low or 'timed out' in low:
-            hint = ': no route to the peer GID - usually the wrong NCCL_IB_GID_INDEX on RoCE or a down link'
-        return 'QP', 'queue pair setup failed' + hint
-    if 'gid' in low:
-        return 'GID', 'GID lookup failed: check NCCL_IB_GID_INDEX and that the netdev has an IP address'
-    if 'net/ofi' in low or 'plugin' in low or 'dlopen' in low or 'libnccl-net' in low:
-        return 'plugin load', 'the external network plugin failed'
-    if low.startswith('proxy.cc') or 'proxy' in low and ('failed' in low or 'closed' in low or 'broken pipe' in low):
-        return 'proxy', ("NCCL's proxy thread lost a connection to a peer: that peer's process usually failed first "
-                         "(look for its own error: Cuda failure, out of memory, a killed rank) or the network dropped")
-    if 'no transport found' in low:
-        return 'topology', ('NCCL found no transport between two ranks: P2P and SHM are disabled or impossible and no '
-                            'network is usable (NCCL_P2P_DISABLE / NCCL_SHM_DISABLE, NCCL_NET, NCCL_IB_DISABLE, containers '
-                            'without a shared IPC namespace)')
-    if 'does not loop back' in low or 'ring' in low and 'loop' in low:
-        return 'topology', ('the rings NCCL built are inconsistent between ranks: ranks see a different topology or '
-                            'different NCCL settings (NCCL_* variables, NCCL_TOPO_FILE) - make them identical on all nodes')
-    if 'already checked in' in low:
-        return 'bootstrap', ('two processes registered the same rank with the bootstrap root: duplicated launcher tasks '
-                             '(srun / mpirun), a wrong RANK / LOCAL_RANK, or two jobs sharing MASTER_ADDR:MASTER_PORT or '
-                             'NCCL_COMM_ID')
-    if 'mismatch in rank count' in low:
-        return 'bootstrap', ('the processes disagree on the number of ranks: check WORLD_SIZE / nranks on every node, and '
-                             'that no other job uses the same MASTER_ADDR:MASTER_PORT or NCCL_COMM_ID')
-    if ('socket' in low or 'bootstrap' in low or 'connect' in low or low.startswith('net :')
-            or ' net : ' in low or 'address' in low or 'connection' in low):
-        return 'bootstrap', 'out-of-band TCP connection between ranks failed: check NCCL_SOCKET_IFNAME, firewalls and routes'
-    if 'timeout' in low or 'timed out' in low or 'watchdog' in low:
-        return 'timeout', 'an operation timed out'
-    if 'real path' in low:
-        return 'device', ('NCCL could not resolve the PCI path of the RDMA device (usual for soft-RoCE rxe and other virtual '
-                          'devices): topology detection treats it as remote')
-    if 'ibv_' in low or 'net/ib' in low or 'no device' in low or 'mlx5' in low or 'device' in low:
-        return 'device', 'an RDMA device call failed'
-    if 'nvml' in low or 'cuda' in low:
-        return 'system', 'a CUDA / NVML call failed'
+    for test, category, meaning in _ERROR_RULES:
+        if test(low):
+            return category, meaning(text, low) if callable(meaning) else meaning
     return 'other', None
 
 
@@ -1515,13 +1612,15 @@ class _Summariser:
             if p.p2p_plugin:
                 return transport_label(p.p2p_plugin)
             return 'IB'
-        if p.ib_datapath_line is not None:
+        if p.ib_datapath_line is not None and p.socket_datapath_line is None:
             # Only NCCL's own verbs transport (transport/net_ib*) prints this completion WARN: it carried data.
             return 'IB'
         if p.socket_init_line is not None:
             vt = _vtuple(version) if version else None
             if p.ib_probe_line is not None or (p.bootstrap and (vt is None or vt >= (2, 5))) or (vt is not None and vt >= (2, 5)):
                 return 'Socket'
+        if p.socket_datapath_line is not None and p.ib_datapath_line is None:
+            return 'Socket'     # only NCCL's socket transport (transport/net_socket*) prints this WARN
         if p.net_code is not None:
             # Weakest evidence: an error returned through NCCL's own network code (transport/net_ib*.cc:N -> 2,
             # transport/net_socket.cc:N -> 3) shows which transport was connecting.
@@ -1601,8 +1700,11 @@ class _Summariser:
             for label in p.intra:
                 if label not in intra:
                     intra.append(label)
-            # NET hops whose peer lives in the same process/host: loopback through the NIC.
-            local = host_ranks.get(p.host, set()) if p.host else p.own_ranks
+            # NET hops whose peer lives in the same process/host: loopback through the NIC.  (Not for lines without a
+            # process prefix: they may come from several machines.)
+            if p.host is None:
+                continue
+            local = host_ranks.get(p.host, set())
             for peer, name in p.net_peers:
                 if peer in local or peer in p.own_ranks:
                     label = 'NET/' + name

@@ -928,3 +928,68 @@ def test_a_chain_passes_to_another_thread_on_the_next_line():
            "h:1:11 [0] NCCL INFO transport/net.cc:450 -> 6\n"
            "h:1:11 [0] NCCL INFO group.cc:133 -> 6\n")
     assert [e["text"] for e in analyze_text(log)["errors"]] == ["transport/net_ib.cc:900 -> 6 ... group.cc:133 -> 6"]
+
+
+def test_framework_error_is_classified_by_the_last_error_on_its_line():
+    line = ("terminate called after throwing an instance of 'std::runtime_error' what(): NCCL error: remote process exited "
+            "or there was a network error, NCCL version 2.14.3 ncclRemoteError: A call failed. Last error: NET/IB : Got "
+            "completion from peer 10.0.0.2<39138> with error 12, opcode 0, len 0, vendor err 129\n")
+    (entry,) = analyze_text(line)["errors"]
+    assert entry["category"] == "completion" and "RETRY_EXC" in entry["meaning"]
+
+
+def test_framework_error_without_a_cause_explains_the_nccl_result():
+    (entry,) = analyze_text("torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:268, remote process exited "
+                            "or there was a network error, NCCL version 2.21.5\n")["errors"]
+    assert entry["category"] == "framework" and entry["meaning"].startswith("ncclRemoteError")
+
+
+def test_old_pytorch_version_code_is_decoded():
+    r = analyze_text("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:975, internal error, NCCL version 21.1.4\n")
+    assert r["nccl_version"] == "2.11.4"
+
+
+def test_ofi_plugin_disabling_gdr_is_gdr_off():
+    r = analyze_text("h:1:2 [0] NCCL INFO NET/OFI Could not disable CUDA API usage for HMEM, disabling GDR\n")
+    assert r["gdr"] is False
+
+
+@pytest.mark.parametrize("text, words", [
+    ("bootstrap.cc:279 NCCL WARN [Rem Allocator] Allocation failed (segment 0, fd 130)", "out of memory"),
+    ("misc/ibvwrap.cc:288 NCCL WARN Call to ibv_reg_dmabuf_mr failed with error Operation not supported",
+     "NCCL_DMABUF_ENABLE=0"),
+    ("include/alloc.h:48 NCCL WARN Cuda failure 'out of memory'", "ran out of memory"),
+    ("enqueue.cc:47 NCCL WARN Cuda failure 'no kernel image is available for execution on the device'", "architecture"),
+    ("include/alloc.h:112 NCCL WARN Cuda failure 999 'unknown error'", "failed state"),
+    ("socket.cc:71 NCCL WARN socketProgress: Connection closed by remote peer 10.10.1.3<36138>", "exited or crashed"),
+])
+def test_warn_meanings_name_the_likely_cause(text, words):
+    assert words in classify_error(text)[1]
+
+
+def test_socket_transport_data_path_warn_shows_sockets_carried_the_data():
+    r = analyze_text("w-23:83:2526 [0] transport/net_socket.cc:219 NCCL WARN NET/Socket : socket progress error\n")
+    assert r["net_transport"] == "Socket"
+    assert [e["category"] for e in r["errors"]] == ["proxy"]
+
+
+def test_network_hops_of_lines_without_a_process_prefix_are_not_nic_loopback():
+    r = analyze_text(" [1] NCCL INFO Ring 00 : 1[23000] -> 8[1e000] [send] via NET/IB/1/GDRDMA\n"
+                     " [0] NCCL INFO Ring 00 : 8[1e000] -> 1[23000] [receive] via NET/IB/1/GDRDMA\n")
+    assert r["intra_node"] == []
+
+
+def test_masked_prefix_is_read_without_a_process():
+    r = analyze_text("hostname:portnum [0] INFO Using internal Network Socket\n")
+    assert r["net_transport"] == "Socket" and r["hosts"] == []
+
+
+def test_clipped_host_with_a_known_pid_and_glued_write_keep_their_host():
+    clipped = ("[15]worker-23:83:2526 [0] NCCL INFO NET/IB : No device found.\n"
+               "[15]23:83:2526 [0] NCCL INFO Using network Socket\n")
+    assert analyze_text(clipped)["hosts"] == ["worker-23"]
+    glued = ("lax-vllm-0:273:273 [3] NCCL INFO Bootstrap : Using eth0:10.130.6.121<0>\n"
+             "lax-vllm-0:271:402 [1] NCCL INFO comm 0x2619e050 rank 1 nranks 4 cudaDev 1 nvmlax-vllm-0:273:273 [3] "
+             "NCCL INFO cudaDriverVersion 12040\n")
+    r = analyze_text(glued)
+    assert r["hosts"] == ["lax-vllm-0"] and r["machines"] == 1
