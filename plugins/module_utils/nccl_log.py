@@ -482,13 +482,22 @@ class _ChunkScanner:
                 or line.endswith(b'across cluster]'):
             return      # autolinks are rewritten and joined lines split before parsing: never replay those
         ms = _STRICT.match(line)
+        proc = None
         if ms is None:
-            return
+            # A launcher wrapper or timestamp in front ("[1,3]<stdout>:", "0: "): the line read once they are off
+            inner = self.an._inner
+            if inner is None:
+                return
+            text, proc = inner
+            ms = _STRICT.match(text.encode('ascii'))
+            if ms is None:
+                return
         msg = ms.group(3).decode('ascii')
         kind = _replay_kind(msg)
         if kind is None:
             return
-        proc = self.an.procs.get(ms.group(1).decode('ascii') + ':' + ms.group(2).decode('ascii'))
+        if proc is None:
+            proc = self.an.procs.get(ms.group(1).decode('ascii') + ':' + ms.group(2).decode('ascii'))
         if proc is None:
             return
         if len(self.memo) >= _MEMO_MAX:
@@ -626,6 +635,7 @@ class NcclLogAnalyzer:
         self.lineno = 0
         self.procs = {}
         self._tid = None            # thread id of the line being read (its prefix), for return-code chains
+        self._inner = None          # (text after wrappers, process) of the last whole INFO line read, see _ChunkScanner
         self.glued_keys = {}        # host + pid run together -> that process (prefixes that lost their first colon)
         self.hosts_seen = set()
         self.pid_hosts = {}         # pid -> hosts seen with it
@@ -693,10 +703,12 @@ class NcclLogAnalyzer:
             for i, part in enumerate(_JOINED.split(line)):
                 self._line(part, lineno, joined=i > 0)
             return
-        self._line(line, lineno)
+        self._line(line, lineno, whole=True)
 
     # ------------------------------------------------------------ per line
-    def _line(self, line, lineno, joined=False):
+    def _line(self, line, lineno, joined=False, whole=False):
+        """Analyse one line (``whole``: the whole input line, not a part of a JSON record or of joined lines)."""
+        self._inner = None
         if self.in_table:
             if self._table_line(line):
                 return
@@ -787,6 +799,10 @@ class NcclLogAnalyzer:
         if proc is not None:
             if rest.startswith('NCCL INFO ') or rest.startswith('INFO '):
                 self.nccl_lines += 1
+                if whole and m is not None and m.start() == 0:
+                    # what the prefix and message were read from once launcher wrappers and timestamps were taken
+                    # off: the memo may replay repeats of this line like those of a bare prefixed line
+                    self._inner = (s, proc)
                 self._info(proc, rest[10:] if rest[0] == 'N' else rest[5:], lineno, line)
                 return
             mw = _WARN_HEAD.match(rest)
