@@ -159,7 +159,7 @@ _IB_DATAPATH_WARN = re.compile(r'^transport/net_ib(?:\.\w+|/[\w.]+):\d+(?: \([^)
 # GPU Direct RDMA verdicts of the network transport: per HCA ("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'
 # (no module)") or, in 2.4, per connection ("NET/IB : GPU Direct RDMA Enabled for GPU 0[0] / HCA 0 (distance 2 < 3)").
 # A data-path failure of NCCL's socket transport (transport/net_socket.cc): sockets carried the data.
-_SOCKET_DATAPATH_WARN = re.compile(r'^transport/net_socket\.\w+:\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/Socket ?:')
+_SOCKET_DATAPATH_WARN = re.compile(r'^transport/net_socket\.cc:\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/Socket ?:')
 _GDR_VERDICT = re.compile(r"^NET/\w+ ?: GPU Direct RDMA (Enabled|Disabled) for "
                           r"(?:HCA \d+ '[^']*'|GPU [0-9A-Fa-fx]+(?:\[\d+\])? / HCA [\w.\-]+)(.*)$")
 # HPC-X plugin: "NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0'", "... (nvidia-peermem) enabled ...".
@@ -1105,8 +1105,9 @@ class NcclLogAnalyzer:
             if ml and 'No such file or directory' not in ml.group(1):
                 # the library exists but the dynamic loader refused it (a missing dependency, GLIBC, wrong ELF class)
                 self._add_error(msg.strip(), 'plugin load', lineno, proc,
-                                meaning='a net plugin library was found but could not be loaded (%s): NCCL goes on with '
-                                        'its internal network - fix the library or unset NCCL_NET_PLUGIN' % ml.group(1)[:120])
+                                meaning='a net plugin library was found but the dynamic loader refused it (the reason is in '
+                                        'the line): NCCL goes on with its internal network - fix the library or unset '
+                                        'NCCL_NET_PLUGIN')
             mp = _PLUGIN_LOADED.match(msg)
             if mp:
                 if mp.group(1) == 'net':
@@ -1205,7 +1206,8 @@ class NcclLogAnalyzer:
         """A return-code frame of ``proc`` printed by thread ``self._tid``.  Each thread has its own open chain (the
         threads of one process that drives several GPUs interleave theirs); a chain passes to another thread only on
         the very next line with the same code (a proxy thread handing its failure to the caller).  ``proc.chain``:
-        None, or {tid: [first frame, last frame, code, frames, first line, last line, socket WARN key]}."""
+        None, or {tid: [first frame, last frame, code, frames, first line, last line, socket WARN key, a frame of the
+        proxy or network transport seen]}."""
         chains = proc.chain
         if chains is None:
             chains = proc.chain = {}
@@ -1228,17 +1230,16 @@ class NcclLogAnalyzer:
             if ch is None:
                 # A socket WARN right before the first frame belongs to this call stack.
                 warn = proc.socket_warn[0] if proc.socket_warn is not None and proc.socket_warn[1] == lineno - 1 else None
-                chains[tid] = [frame, frame, code, 0, lineno, lineno, warn]
+                chains[tid] = [frame, frame, code, 0, lineno, lineno, warn, False]
                 ch = chains[tid]
         ch[1] = frame
         ch[3] += 1
         ch[5] = lineno
-        if ch[6] is not None and ('proxy.c' in frame or 'transport/net' in frame):
-            # The socket failed under the proxy thread or while connecting the network transport, not in bootstrap.
-            entry = self.errors.get(ch[6])
-            if entry is not None and entry['category'] == 'bootstrap' and entry['count'] == 1:     # (shared by text)
-                entry['category'], entry['meaning'] = 'proxy', _PROXY_SOCKET_MEANING
-            ch[6] = None
+        if ch[6] is not None:
+            if 'bootstrap' in frame:
+                ch[6] = None        # 2.2-2.4 bootstrap also runs through transport/net_socket: it stays bootstrap
+            elif 'proxy.c' in frame or 'transport/net' in frame:
+                ch[7] = True
 
     def _flush_chain(self, proc, tid):
         """Close the chain of thread ``tid`` of ``proc``: two frames or more with a non-zero code make an error."""
@@ -1246,7 +1247,14 @@ class NcclLogAnalyzer:
         ch = chains.pop(tid, None) if chains is not None else None
         if not chains:
             proc.chain = None
-        if ch is None or ch[3] < 2 or ch[2] == 0:
+        if ch is None:
+            return
+        if ch[6] is not None and ch[7]:
+            # The socket failed under the proxy thread or while connecting the network transport, not in bootstrap.
+            entry = self.errors.get(ch[6])
+            if entry is not None and entry['category'] == 'bootstrap' and entry['count'] == 1:     # (shared by text)
+                entry['category'], entry['meaning'] = 'proxy', _PROXY_SOCKET_MEANING
+        if ch[3] < 2 or ch[2] == 0:
             return
         name = RETURN_CODES.get(ch[2], 'error %d' % ch[2])
         text = '%s ... %s' % (ch[0], ch[1])
@@ -1473,7 +1481,8 @@ def _completion_meaning(text, low):
 
 def _qp_meaning(text, low):
     if 'unreachable' in low or 'timed out' in low:
-        return 'queue pair setup failed: no route to the peer GID - usually the wrong NCCL_IB_GID_INDEX on RoCE or a down link'
+        return ('queue pair setup failed: the peer GID was not reachable - on RoCE a wrong NCCL_IB_GID_INDEX (RoCE v1 or '
+                'link-local instead of RoCE v2), a route or ARP entry missing between the subnets, or a down link')
     return 'queue pair setup failed'
 
 
@@ -1531,7 +1540,7 @@ _ERROR_RULES = (
     (_any('mismatch in rank count'), 'bootstrap',
      'the processes disagree on the number of ranks: check WORLD_SIZE / nranks on every node, and that no other job uses '
      'the same MASTER_ADDR:MASTER_PORT or NCCL_COMM_ID'),
-    (lambda low: low.startswith('transport/net_socket') and 'warn' in low, 'proxy', _PROXY_SOCKET_MEANING),
+    (lambda low: low.startswith('transport/net_socket.cc') and 'warn' in low, 'proxy', _PROXY_SOCKET_MEANING),
     (_any('closed by remote peer', 'connection reset by peer'), 'bootstrap',
      'the peer closed the connection: its process usually exited or crashed first - look for the first error on the other '
      'host; if there is none, check NCCL_SOCKET_IFNAME, firewalls and routes'),
@@ -2370,7 +2379,10 @@ def _quote(result, kinds, limit=3):
     lines = []
     for kind in kinds:
         for ev in result.get('evidence', {}).get(kind, []):
-            lines.append("line %s: '%s'" % (ev['line'], ev['text']))
+            quote = "line %s: '%s'" % (ev['line'], ev['text'])
+            if quote in lines:
+                continue
+            lines.append(quote)
             if len(lines) >= limit:
                 return '; '.join(lines)
     return '; '.join(lines) if lines else 'no line of the log shows it'
@@ -2505,7 +2517,7 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
                             'the first one) and keep the INIT subsystem in NCCL_DEBUG_SUBSYS' % ('on' if expect_gdr else 'off'))
         elif gdr != expect_gdr and expect_gdr and result.get('net_transport') == 'Socket':
             findings.append('expected GPUDirect RDMA on, but NCCL moved data over TCP sockets, which have no GPUDirect RDMA: '
-                            'fix the socket fallback first (evidence: %s)' % _quote(result, ('selection', 'socket', 'ib_probe'), 2))
+                            'fix the socket fallback first (evidence: %s)' % _quote(result, ('selection', 'hop', 'socket', 'ib_probe'), 2))
         elif gdr != expect_gdr and expect_gdr and result.get('mismatch'):
             findings.append('expected GPUDirect RDMA on, but processes chose different transports (%s), and GPUDirect '
                             'RDMA needs the RDMA one: fix the processes that are not on it first (see per_host)'
@@ -2530,8 +2542,9 @@ def check_expectations(result, expect_transport=None, expect_link_layer=None, ex
                 why = 'libibverbs could not be loaded, so NCCL sees no HCA (install rdma-core)'
             else:
                 why = 'NCCL_IB_HCA excludes them, the port is down, or the device is not visible to the process'
+            listed = sorted(ports) if any(':' in h for h in missing) else sorted(names)
             findings.append('expected HCAs %s but NCCL listed %s (evidence: %s). Likely cause: %s'
-                            % (', '.join(missing), ', '.join(sorted(names)) or 'none', _quote(result, ('ib_devices', 'ib_probe'), 2),
+                            % (', '.join(missing), ', '.join(listed) or 'none', _quote(result, ('ib_devices', 'ib_probe'), 2),
                                why))
     if forbid_fallback:
         tcp = tcp_providers(result)

@@ -49,8 +49,9 @@ options:
       - The module fails when the command exits with a non-zero code or is killed by a signal (a failed run), with
         the analysis of its output returned.
       - Mutually exclusive with O(log_path) and O(log_text).
+      - Every item must be a string (numbers are converted); null, lists and mappings are rejected.
     type: list
-    elements: str
+    elements: raw
   env:
     description:
       - Extra environment variables for O(command), for example C(NCCL_IB_HCA) or C(NCCL_IB_GID_INDEX).
@@ -325,7 +326,7 @@ def _expect_transport_hint(value):
     if name.startswith('NET/'):
         return ('expect_transport=%s: give the network name NCCL prints after "NET/" (%s) %s'
                 % (value, name[4:].split('/')[0] or 'IB', allowed))
-    if not re.match(r'^[\w.:\- ]+$', name):
+    if not re.match(r'^[\w.:\- ]+$', name) or not re.match(r'^(?:plugin:)?\s*[A-Za-z]', name):
         return 'expect_transport=%r is not a network name %s' % (value, allowed)
     words = {
         'roce': 'RoCE runs on NCCL\'s built-in IB transport: use expect_transport=IB expect_link_layer=RoCE',
@@ -353,6 +354,8 @@ def summarize(result):
         parts = ['NCCL (version not shown)']
     if transport is None:
         parts.append('network transport not shown in the log')
+    elif result.get('mismatch') and len(result.get('net_transports') or []) > 1:
+        parts.append('processes used different network transports (%s; see per_host)' % ', '.join(result['net_transports']))
     else:
         layers = sorted({d.get('link_layer') for d in result.get('ib_devices') or [] if d.get('link_layer')})
         text = 'used %s' % transport
@@ -375,7 +378,13 @@ def summarize(result):
     if result.get('multi_node') is not None:
         parts.append('multi-node' if result['multi_node'] else 'single node')
     if result.get('fallback_to_socket'):
-        parts.append('WARNING: fell back from IB to TCP sockets')
+        probe = ' '.join(e.get('text', '') for e in (result.get('evidence') or {}).get('ib_probe', []))
+        if 'libibverbs' in probe:
+            parts.append('WARNING: fell back from IB to TCP sockets (libibverbs could not be loaded: install rdma-core)')
+        elif result.get('ib_disabled_by_env'):
+            parts.append('WARNING: fell back from IB to TCP sockets (NCCL_IB_DISABLE=1)')
+        else:
+            parts.append('WARNING: fell back from IB to TCP sockets (NCCL found no usable IB device)')
     for name in tcp_providers(result):
         parts.append('WARNING: aws-ofi-nccl provider %s is TCP, not EFA/RDMA' % name)
     for g in result.get('gid') or []:
@@ -385,8 +394,15 @@ def summarize(result):
             break
     if result.get('mismatch'):
         parts.append('WARNING: processes chose different transports (see per_host)')
-    if result.get('errors'):
-        parts.append('%d warning/error line(s) classified in errors' % len(result['errors']))
+    errors = result.get('errors') or []
+    if any((e.get('meaning') or '').startswith('the process crashed') for e in errors):
+        parts.append('WARNING: a process crashed')
+    if errors:
+        categories = []
+        for e in errors:
+            if e.get('category') not in categories:
+                categories.append(e.get('category'))
+        parts.append('%d distinct error(s) in errors (%s)' % (len(errors), ', '.join(str(c) for c in categories[:4])))
     return '; '.join(parts)
 
 
@@ -409,7 +425,8 @@ def _log_path_problem(path):
     if not path:
         return 'log_path is empty: give the path of the log file'
     if not os.path.lexists(path):
-        return 'log_path %s: no such file' % path
+        where = '' if os.path.isabs(path) else ' (relative paths are read from %s on the managed host)' % os.getcwd()
+        return 'log_path %s: no such file%s' % (path, where)
     if not os.path.exists(path):
         return 'log_path %s is a symbolic link to a missing file (%s)' % (path, os.readlink(path))
     try:
@@ -450,7 +467,7 @@ def main():
         argument_spec=dict(
             log_path=dict(type='path'),
             log_text=dict(type='raw'),
-            command=dict(type='list', elements='str'),
+            command=dict(type='list', elements='raw'),
             env=dict(type='dict', default={}),
             timeout=dict(type='int', default=600),
             chdir=dict(type='path'),
@@ -470,6 +487,16 @@ def main():
     hint = _expect_transport_hint(p['expect_transport']) or _expect_hcas_problem(p['expect_hcas'])
     if hint:
         module.fail_json(msg=hint, changed=False)
+    for key in ('command', 'log_text'):
+        items = p[key]
+        if isinstance(items, (list, tuple)) and not all(isinstance(x, (str, int, float)) and not isinstance(x, bool)
+                                                        for x in items):
+            bad = next(x for x in items if not isinstance(x, (str, int, float)) or isinstance(x, bool))
+            module.fail_json(msg='%s: every item must be a string (%s is %s)' % (
+                key, 'an argument' if key == 'command' else 'a log line', 'null' if bad is None else type(bad).__name__),
+                changed=False)
+    if p['command'] is not None:
+        p['command'] = [str(x) for x in p['command']]
     if p['command'] is None:
         for key in ('env', 'chdir'):
             if p[key]:
@@ -486,7 +513,7 @@ def main():
     elif p['log_text'] is not None:
         text = p['log_text']
         if isinstance(text, (list, tuple)):
-            text = '\n'.join('' if x is None else str(x) for x in text)      # e.g. "{{ job.stdout_lines }}"
+            text = '\n'.join(str(x) for x in text)      # e.g. "{{ job.stdout_lines }}"
         elif not isinstance(text, str):
             module.fail_json(msg='log_text: give the log as a string or a list of lines, got %s' % type(text).__name__,
                              changed=False)

@@ -887,7 +887,8 @@ def test_a_plugin_the_loader_refused_is_an_error_but_a_missing_one_is_not():
     refused = ("h:1:2 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : /usr/lib/libnccl-net.so: version `GLIBC_2.32' "
                "not found (required by /usr/lib/libnccl-net.so) : when loading libnccl-net.so\n")
     errors = analyze_text(refused)["errors"]
-    assert [e["category"] for e in errors] == ["plugin load"] and "GLIBC_2.32" in errors[0]["meaning"]
+    assert [e["category"] for e in errors] == ["plugin load"] and "GLIBC_2.32" in errors[0]["text"]
+    assert "dynamic loader" in errors[0]["meaning"]
     missing = ("h:1:2 [0] NCCL INFO NET/Plugin : Plugin load returned 2 : libnccl-net.so: cannot open shared object "
                "file: No such file or directory.\n")
     assert analyze_text(missing)["errors"] == []
@@ -993,3 +994,10 @@ def test_clipped_host_with_a_known_pid_and_glued_write_keep_their_host():
              "NCCL INFO cudaDriverVersion 12040\n")
     r = analyze_text(glued)
     assert r["hosts"] == ["lax-vllm-0"] and r["machines"] == 1
+
+
+def test_nccl_2_2_bootstrap_socket_warn_stays_bootstrap():
+    log = ("node01:1:2 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out\n"
+           "node01:1:2 [0] INFO transport/net_socket.cu:118 -> 2\n"
+           "node01:1:2 [0] INFO bootstrap.cu:28 -> 2 [Net]\n")
+    assert [e["category"] for e in analyze_text(log)["errors"] if "WARN" in e["text"]] == ["bootstrap"]

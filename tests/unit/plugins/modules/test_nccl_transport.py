@@ -414,3 +414,38 @@ def test_summary_names_differing_versions_and_partial_gdr(run):
     failed, res = run({"log_text": log})
     assert "NCCL versions 2.18.5, 2.19.3 (processes differ)" in res["summary"]
     assert "GPUDirect RDMA on some processes only" in res["summary"]
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("command", ["all_reduce_perf", None], "command: every item must be a string (an argument is null)"),
+    ("command", ["all_reduce_perf", {"g": 8}], "(an argument is dict)"),
+    ("log_text", ["node01:1:1 [0] NCCL INFO Using network IB", 5, None], "log_text: every item must be a string"),
+])
+def test_list_items_that_are_not_strings_are_named(run, key, value, words):
+    failed, res = run({key: value})
+    assert failed and words in res["msg"]
+
+
+def test_expect_transport_must_be_a_network_name(run):
+    failed, res = run({"log_text": "node01:1:1 [0] NCCL INFO Using network IB\n", "expect_transport": "5"})
+    assert failed and "not a network name" in res["msg"] and "allowed: IB, Socket" in res["msg"]
+
+
+def test_relative_log_path_says_where_it_was_read_from(run):
+    failed, res = run({"log_path": "no-such-run.log"})
+    assert failed and "relative paths are read from %s" % os.getcwd() in res["msg"]
+
+
+def test_summary_names_the_cause_of_a_fallback_and_a_crash(run):
+    failed, res = run({"log_text": "h:1:2 [0] NCCL INFO Failed to open libibverbs.so[.1]\n"
+                                   "h:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+                                   "h:1:2 [0] NCCL INFO Using network Socket\n"
+                                   "[h:1] *** Process received signal ***\n"})
+    assert not failed
+    assert "fell back from IB to TCP sockets (libibverbs could not be loaded: install rdma-core)" in res["summary"]
+    assert "WARNING: a process crashed" in res["summary"]
+
+
+def test_summary_of_processes_on_different_transports_does_not_name_one(run):
+    failed, res = run({"log_text": "a:1:2 [0] NCCL INFO Using network IB\nb:1:2 [0] NCCL INFO Using network Socket\n"})
+    assert not failed and "processes used different network transports (IB, Socket" in res["summary"]
