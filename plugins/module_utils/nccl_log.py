@@ -74,7 +74,8 @@ _PREFIX_GLUED = re.compile(r'(?<![\w.\-])([\w.\-]*\d):(\d+) \[(-?\d+)\] ')
 # Two processes writing into one line: "g183:161264:166015g183:161258:166018 [1] " - the second prefix follows a cut
 # "host:pid:" of the first, whose tid digits run into the second host name.
 # A prefix the poster masked with words ("hostname:portnum [0] INFO ..."), only when INFO or WARN follows.
-_MASKED_PREFIX = re.compile(r'^[^\s:\[\]]{1,64}(?::[^\s:\[\]]{1,64}){1,2} \[-?\d+\] (?=(?:NCCL )?(?:INFO|WARN) |[\w./\-+]+:\d+ (?:NCCL )?WARN )')
+_MASKED_PREFIX = re.compile(r'^(?![\d:.,]+ \[)[^\s:\[\]]{1,64}(?::[^\s:\[\]]{1,64}){1,2} \[-?\d+\] '
+                            r'(?=(?:NCCL )?(?:INFO|WARN) |[\w./\-+]+:\d+ (?:NCCL )?WARN )')
 _CUT_PREFIX = re.compile(r'(?<![\w.\-])[\w.\-]+:\d+:$')
 # The source location NCCL (or a net plugin) prints before WARN: "transport/net_ib.cc:93", "misc/socket.cc:50
 # (ncclSocketConnect)", or a plugin's C++ signature "tcpxResult_t tcpxCommProgress(tcpxComm*):1231".
@@ -159,7 +160,8 @@ _IB_DATAPATH_WARN = re.compile(r'^transport/net_ib(?:\.\w+|/[\w.]+):\d+(?: \([^)
 # GPU Direct RDMA verdicts of the network transport: per HCA ("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'
 # (no module)") or, in 2.4, per connection ("NET/IB : GPU Direct RDMA Enabled for GPU 0[0] / HCA 0 (distance 2 < 3)").
 # A data-path failure of NCCL's socket transport (transport/net_socket.cc): sockets carried the data.
-_SOCKET_DATAPATH_WARN = re.compile(r'^transport/net_socket\.cc:\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/Socket ?:')
+_SOCKET_DATAPATH_WARN = re.compile(r'^transport/net_socket\.cc:\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/Socket ?:'
+                                   r'(?! ?no interface found)')
 _GDR_VERDICT = re.compile(r"^NET/\w+ ?: GPU Direct RDMA (Enabled|Disabled) for "
                           r"(?:HCA \d+ '[^']*'|GPU [0-9A-Fa-fx]+(?:\[\d+\])? / HCA [\w.\-]+)(.*)$")
 # HPC-X plugin: "NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0'", "... (nvidia-peermem) enabled ...".
@@ -481,25 +483,20 @@ class _ChunkScanner:
         if not line.isascii() or b'](' in line or b'\x1b' in line or len(line) > MAX_LINE or line.count(b'] NCCL ') > 1 \
                 or line.endswith(b'across cluster]'):
             return      # autolinks are rewritten and joined lines split before parsing: never replay those
-        ms = _STRICT.match(line)
-        proc = None
+        # What the parser read once wrappers, timestamps, quotes and blanks were off, and the process it chose.
+        inner = self.an._inner
+        if inner is None:
+            return
+        text, proc = inner
+        ms = _STRICT.match(text.encode('ascii'))
         if ms is None:
-            # A launcher wrapper or timestamp in front ("[1,3]<stdout>:", "0: "): the line read once they are off
-            inner = self.an._inner
-            if inner is None:
-                return
-            text, proc = inner
-            ms = _STRICT.match(text.encode('ascii'))
-            if ms is None:
-                return
+            return
         msg = ms.group(3).decode('ascii')
         kind = _replay_kind(msg)
         if kind is None:
             return
-        if proc is None:
-            proc = self.an.procs.get(ms.group(1).decode('ascii') + ':' + ms.group(2).decode('ascii'))
-        if proc is None:
-            return
+        if self.an.procs.get(ms.group(1).decode('ascii') + ':' + ms.group(2).decode('ascii')) is not proc:
+            return      # the host was mapped (_known_host): a later process may change that mapping
         if len(self.memo) >= _MEMO_MAX:
             self.memo.clear()
         self.memo[key] = (proc, kind[0], kind[1])
@@ -638,7 +635,7 @@ class NcclLogAnalyzer:
         self._inner = None          # (text after wrappers, process) of the last whole INFO line read, see _ChunkScanner
         self.glued_keys = {}        # host + pid run together -> that process (prefixes that lost their first colon)
         self.hosts_seen = set()
-        self.pid_hosts = {}         # pid -> hosts seen with it
+        self.pid_suffixes = {}      # (pid, proper suffix of a host seen with that pid) -> the first such host
         self.versions = {}
         self.errors = {}
         self.errors_dropped = 0
@@ -676,6 +673,7 @@ class NcclLogAnalyzer:
 
     def feed_at(self, line, lineno):
         """Analyse one line whose 1-based line number the caller knows (used by analyze_file)."""
+        self._inner = None
         if isinstance(line, bytes):
             line = line.decode('utf-8', 'replace')
         try:
@@ -767,13 +765,17 @@ class NcclLogAnalyzer:
                 if cut in self.hosts_seen:
                     host = cut
             if host not in self.hosts_seen:
-                host = self._known_host(host, pid, joined)
+                # (a clipped host sticks to the text before it, "[15]23:83:"; a host at the start of the text or
+                # after a blank is taken as printed: containers often share pid 1)
+                clipped = m.start() > 0 and not s[m.start() - 1].isspace()
+                host = self._known_host(host, pid, joined, clipped)
             key = host + ':' + pid
             proc = self.procs.get(key)
             if proc is None:
                 proc = self.procs[key] = _Proc(key, host, int(pid))
                 self.hosts_seen.add(host)
-                self.pid_hosts.setdefault(pid, []).append(host)
+                for i in range(max(1, len(host) - 253), len(host)):      # (pid, proper suffix of a host) -> the first such host
+                    self.pid_suffixes.setdefault((pid, host[i:]), host)
                 glued = host + pid
                 # two processes whose host and pid run together alike ("node1"+"23", "node12"+"3"): neither
                 self.glued_keys[glued] = proc if glued not in self.glued_keys else None
@@ -839,17 +841,17 @@ class NcclLogAnalyzer:
             return
         self._other(None, rest, lineno, tag)
 
-    def _known_host(self, host, pid, joined):
+    def _known_host(self, host, pid, joined, clipped):
         """``host`` of a new prefix, or the host already seen that it stands for: a host clipped at its start with the
         pid of a process of that host ("[15]23:83:" for "worker-23:83:"), or, in a line several writes ran into, one
         whose end it is ("...cudaDev 1 nvmlax-vllm-0:273:273 [3]" for "lax-vllm-0")."""
-        for seen in self.pid_hosts.get(pid, ()):
-            if len(seen) > len(host) and seen.endswith(host):
-                return seen
+        seen = self.pid_suffixes.get((pid, host)) if clipped else None
+        if seen is not None:
+            return seen
         if joined:
-            best = max((h for h in self.hosts_seen if len(h) >= 3 and host.endswith(h)), key=len, default=None)
-            if best is not None:
-                return best
+            for i in range(max(1, len(host) - 253), len(host) - 2):     # the longest seen host name (3-253 characters) ending host
+                if host[i:] in self.hosts_seen:
+                    return host[i:]
         return host
 
     def _as_printed(self, tail):
@@ -1515,7 +1517,8 @@ _ERROR_RULES = (
     (_any('ibv_reg_dmabuf_mr'), 'device',
      'the RDMA stack cannot register GPU memory through DMA-BUF: set NCCL_DMABUF_ENABLE=0 to use nvidia_peermem instead, '
      'or upgrade the kernel (5.12+), rdma-core and the NIC driver'),
-    (lambda low: 'cuda failure' in low and _cuda_failure_meaning(None, low) is not None, 'system', _cuda_failure_meaning),
+    (_any('cuda failure'), 'system',
+     lambda text, low: _cuda_failure_meaning(text, low) or 'a CUDA call failed (the quoted CUDA error says which)'),
     (_any('libibverbs'), 'device',
      'libibverbs could not be loaded: NCCL cannot use InfiniBand/RoCE and falls back to sockets - install the rdma-core '
      'user space (libibverbs / rdma-core, or DOCA-OFED / MLNX_OFED)'),
@@ -1540,7 +1543,8 @@ _ERROR_RULES = (
     (_any('mismatch in rank count'), 'bootstrap',
      'the processes disagree on the number of ranks: check WORLD_SIZE / nranks on every node, and that no other job uses '
      'the same MASTER_ADDR:MASTER_PORT or NCCL_COMM_ID'),
-    (lambda low: low.startswith('transport/net_socket.cc') and 'warn' in low, 'proxy', _PROXY_SOCKET_MEANING),
+    (lambda low: low.startswith('transport/net_socket.cc') and 'warn' in low and 'no interface found' not in low,
+     'proxy', _PROXY_SOCKET_MEANING),
     (_any('closed by remote peer', 'connection reset by peer'), 'bootstrap',
      'the peer closed the connection: its process usually exited or crashed first - look for the first error on the other '
      'host; if there is none, check NCCL_SOCKET_IFNAME, firewalls and routes'),

@@ -1001,3 +1001,23 @@ def test_nccl_2_2_bootstrap_socket_warn_stays_bootstrap():
            "node01:1:2 [0] INFO transport/net_socket.cu:118 -> 2\n"
            "node01:1:2 [0] INFO bootstrap.cu:28 -> 2 [Net]\n")
     assert [e["category"] for e in analyze_text(log)["errors"] if "WARN" in e["text"]] == ["bootstrap"]
+
+
+def test_socket_transport_without_an_interface_is_not_socket_data_path_evidence():
+    r = analyze_text("h:1:2 [0] NCCL INFO NET/IB : No device found.\n"
+                     "h:1:2 [0] transport/net_socket.cc:500 NCCL WARN NET/Socket : no interface found\n")
+    assert r["net_transport"] is None and [e["category"] for e in r["errors"]] != ["proxy"]
+
+
+def test_application_log_with_a_time_and_a_bracket_is_not_a_masked_nccl_prefix():
+    assert analyze_text("10:15:32.123 [4412] WARN socket timeout while fetching data\n")["errors"] == []
+
+
+def test_hosts_sharing_a_pid_are_not_merged_unless_the_prefix_looks_clipped():
+    r = analyze_text("dgx-a100-1:1:1 [0] NCCL INFO Using network IB\na100-1:1:1 [0] NCCL INFO Using network Socket\n")
+    assert r["processes"] == 2 and r["mismatch"]
+
+
+def test_every_cuda_failure_gets_a_cuda_meaning():
+    category, meaning = classify_error("enqueue.cc:10 NCCL WARN Cuda failure 'invalid device ordinal'")
+    assert category == "system" and "CUDA" in meaning

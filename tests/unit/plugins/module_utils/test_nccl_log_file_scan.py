@@ -190,3 +190,18 @@ def test_lines_longer_than_the_cap_are_read_by_their_head_in_every_path(tmp_path
     r = analyze_file(str(tmp_path / "log"))
     assert [d["name"] for d in r["ib_devices"]] == ["mlx5_0"]
     assert r["lines"] == 5
+
+
+@pytest.mark.parametrize("data", [
+    # a wrapped repeat whose clipped host is later a host of its own
+    b"worker-23:83:83 [0] NCCL INFO Using network IB\n" + b"0: [1]23:83:83 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via NET/IB/0\n"
+    + b"23:99:99 [0] NCCL INFO Using network Socket\n" + b"0: [1]23:83:83 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via NET/IB/0\n" * 5,
+    # a JSON record without a message between repeats
+    b"[1,0]<stdout>:h:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC\n" + b'{"log": ""}\n'
+    + b"[1,0]<stdout>:h:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC\n" * 5,
+    # a bare ISO timestamp is not a host
+    b"2025-05-16T16:39:51 [0] NCCL INFO Using network Socket\n" * 3 + b"h:1:2 [0] NCCL INFO Using network IB\n"
+    + b"2025-05-16T16:39:51 [0] NCCL INFO Using network Socket\n" * 3,
+])
+def test_memo_replay_of_wrapped_and_clipped_lines_equals_the_parse(tmp_path, data):
+    check(tmp_path, data, chunk_sizes=(1 << 23, 97))
