@@ -563,8 +563,8 @@ def transport_label(name):
 class _Proc:
     """Evidence collected for one process (host + pid, or one launcher tag when the NCCL prefix is missing)."""
 
-    __slots__ = ('key', 'host', 'pid', 'devs', 'versions', 'selected', 'selected_line', 'hop_nets', 'hop_line',
-                 'gdr_true', 'gdr_false', 'gdr_line', 'intra', 'ib_devices', 'ib_dev_keys', 'ib_probe_line',
+    __slots__ = ('key', 'host', 'pid', 'devs', 'versions', 'selected', 'hop_nets', 'hop_line',
+                 'gdr_true', 'gdr_false', 'intra', 'ib_devices', 'ib_dev_keys', 'ib_probe_line',
                  'socket_init_line', 'bootstrap', 'ofi', 'ofi_provider', 'plugin_loaded', 'p2p_plugin', 'plugin_path',
                  'collnet_plugin', 'nvls', 'nvls_line', 'collnet', 'own_ranks', 'net_peers', 'nranks', 'env',
                  'ifaces', 'eras', 'gids', 'chain', 'tree_internode', 'loopback_bootstrap', 'socket_ifaces',
@@ -579,12 +579,10 @@ class _Proc:
         self.devs = set()
         self.versions = set()
         self.selected = None
-        self.selected_line = None
         self.hop_nets = {}
         self.hop_line = None
         self.gdr_true = None
         self.gdr_false = None
-        self.gdr_line = None
         self.intra = {}
         self.ib_devices = []
         self.ib_dev_keys = set()
@@ -974,7 +972,6 @@ class NcclLogAnalyzer:
             mu = _USING_NET.match(msg)
             if mu:
                 proc.selected = mu.group(1)
-                proc.selected_line = lineno
                 self._evidence('selection', lineno, raw)
                 return
             if msg.startswith('Using non-device net plugin'):
@@ -983,7 +980,6 @@ class NcclLogAnalyzer:
             ma = _ASSIGNED.match(msg)
             if ma:
                 proc.selected = ma.group(1)
-                proc.selected_line = lineno
                 self._evidence('selection', lineno, raw)
             return
         if c0 == 'I' and msg.startswith('Initialized NET plugin'):
@@ -1052,7 +1048,6 @@ class NcclLogAnalyzer:
                 if name in ('IB', 'Socket'):
                     if proc.selected is None:
                         proc.selected = name
-                        proc.selected_line = lineno
                         self._evidence('selection', lineno, raw)
                 else:
                     proc.hop_nets.setdefault('name:' + name, 0)
