@@ -71,11 +71,11 @@ MAX_BUSBW_ROWS = 1000
 _PREFIX = re.compile(r'(?<![\w.\-])([\w.\-]+) ?:(\d+):(\d+) \[(-?\d+)\] ')
 # A prefix whose first colon was lost ("host22337:22400 [6] "): host and pid run together.
 _PREFIX_GLUED = re.compile(r'(?<![\w.\-])([\w.\-]*\d):(\d+) \[(-?\d+)\] ')
-# Two processes writing into one line: "g183:161264:166015g183:161258:166018 [1] " - the second prefix follows a cut
-# "host:pid:" of the first, whose tid digits run into the second host name.
 # A prefix the poster masked with words ("hostname:portnum [0] INFO ..."), only when INFO or WARN follows.
 _MASKED_PREFIX = re.compile(r'^(?![\d:.,]+ \[)[^\s:\[\]]{1,64}(?::[^\s:\[\]]{1,64}){1,2} \[-?\d+\] '
                             r'(?=(?:NCCL )?(?:INFO|WARN) |[\w./\-+]+:\d+ (?:NCCL )?WARN )')
+# Two processes writing into one line: "g183:161264:166015g183:161258:166018 [1] " - the second prefix follows a cut
+# "host:pid:" of the first, whose tid digits run into the second host name.
 _CUT_PREFIX = re.compile(r'(?<![\w.\-])[\w.\-]+:\d+:$')
 # The source location NCCL (or a net plugin) prints before WARN: "transport/net_ib.cc:93", "misc/socket.cc:50
 # (ncclSocketConnect)", or a plugin's C++ signature "tcpxResult_t tcpxCommProgress(tcpxComm*):1231".
@@ -157,11 +157,11 @@ _IB_UNAVAILABLE = re.compile(r'^(?:Failed to open libibverbs\.so|Failed to initi
 # A data-path failure reported by NCCL's own verbs transport (transport/net_ib.cc, .cu, or transport/net_ib/*.cc).
 _IB_DATAPATH_WARN = re.compile(r'^transport/net_ib(?:\.\w+|/[\w.]+):\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/IB ?: (?:\S+ )?'
                                r'(?:Got completion|ncclIbTest: Got CQE)')
-# GPU Direct RDMA verdicts of the network transport: per HCA ("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'
-# (no module)") or, in 2.4, per connection ("NET/IB : GPU Direct RDMA Enabled for GPU 0[0] / HCA 0 (distance 2 < 3)").
 # A data-path failure of NCCL's socket transport (transport/net_socket.cc): sockets carried the data.
 _SOCKET_DATAPATH_WARN = re.compile(r'^transport/net_socket\.cc:\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/Socket ?:'
                                    r'(?! ?no interface found)')
+# GPU Direct RDMA verdicts of the network transport: per HCA ("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'
+# (no module)") or, in 2.4, per connection ("NET/IB : GPU Direct RDMA Enabled for GPU 0[0] / HCA 0 (distance 2 < 3)").
 _GDR_VERDICT = re.compile(r"^NET/\w+ ?: GPU Direct RDMA (Enabled|Disabled) for "
                           r"(?:HCA \d+ '[^']*'|GPU [0-9A-Fa-fx]+(?:\[\d+\])? / HCA [\w.\-]+)(.*)$")
 # HPC-X plugin: "NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0'", "... (nvidia-peermem) enabled ...".
@@ -171,9 +171,9 @@ _GDR_PLUGIN_MODE = re.compile(r"^NET/\w+ ?: GPU Direct RDMA \((DMABUF|nvidia-pee
 # - NET/0-0 (distance 3 <= 4, read 1, mode Default)".
 _GDR_TOPO = re.compile(r'^GPU Direct RDMA (Enabled|Disabled) for (?:GPU [0-9A-Fa-fx]+ / HCA [\w.\-]+|GPU/\S+ \(rank (\d+)\))')
 _PLUGIN_LOADED = re.compile(r'^NET/Plugin ?: Loaded (net|coll|collnet) plugin (.+?)(?: \((v\d+)\))?\s*$')
-# "P2P plugin IBext" (HPC-X nccl-rdma-sharp-plugins up to v7), "P2P plugin v8 IBext_v8" (v8+: API version first).
 # "NET/Plugin : Plugin load returned 2 : libnccl-net.so: cannot open shared object file: No such file or directory."
 _PLUGIN_LOAD_ERROR = re.compile(r'^NET/Plugin ?: Plugin load returned \d+ ?: ?(.*?)\.?\s*$')
+# "P2P plugin IBext" (HPC-X nccl-rdma-sharp-plugins up to v7), "P2P plugin v8 IBext_v8" (v8+: API version first).
 _P2P_PLUGIN = re.compile(r'^P2P plugin (?:v\d+ )?(\S+)')
 _PLUGIN_PATH = re.compile(r'^Plugin Path : (\S+)')
 # Wordings of aws-ofi-nccl releases from 2023 on, which may call the network "Libfabric" rather than "AWS Libfabric".
@@ -1212,9 +1212,7 @@ class NcclLogAnalyzer:
         ch = chains.get(tid)
         # Frames of lines without a process prefix (key '-') may come from any process: they form one call stack
         # only on consecutive lines.
-        if ch is not None and ch[2] == code and (proc.key != '-' or lineno - ch[5] <= 1):
-            pass
-        else:
+        if ch is None or ch[2] != code or (proc.key == '-' and lineno - ch[5] > 1):
             if ch is not None:
                 self._flush_chain(proc, tid)
                 chains = proc.chain = proc.chain if proc.chain is not None else {}
@@ -1227,8 +1225,7 @@ class NcclLogAnalyzer:
             if ch is None:
                 # A socket WARN right before the first frame belongs to this call stack.
                 warn = proc.socket_warn[0] if proc.socket_warn is not None and proc.socket_warn[1] == lineno - 1 else None
-                chains[tid] = [frame, frame, code, 0, lineno, lineno, warn, False]
-                ch = chains[tid]
+                ch = chains[tid] = [frame, frame, code, 0, lineno, lineno, warn, False]
         ch[1] = frame
         ch[3] += 1
         ch[5] = lineno
