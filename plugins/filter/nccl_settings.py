@@ -10,6 +10,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_socket import IFNAME_LIST_RE, socket_ifname_problem
 from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import natural_key
 
 FABRICS = ("auto", "infiniband", "roce")
@@ -17,8 +18,6 @@ _LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
 _NCCL_NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
 # One line of printable text: nccl.conf is NAME=value per line and '#' starts a comment.
 _CONF_VALUE = re.compile(r"^[^\x00-\x1f\x7f#]+$")
-# NCCL_SOCKET_IFNAME syntax: optional ^ or =, then comma-separated interface names or prefixes.
-_IFNAME_LIST = re.compile(r"^[\^=]?[A-Za-z0-9_.:@-]+(,[A-Za-z0-9_.:@-]+)*$")
 _COMPUTED = ("NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_TC", "NCCL_SOCKET_IFNAME")
 
 
@@ -56,7 +55,8 @@ def _resolve_fabric(rdma, fabric):
     return None
 
 
-def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, hca_exact=True, extra=None):
+def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, hca_exact=True, extra=None,
+                  network_facts=None, on_error="raise"):
     """Compute the contents of /etc/nccl.conf for one host.
 
     :arg rdma: the ``ansible_facts.rdma`` dictionary returned by ``hpcnet.rdma.rdma_facts``.
@@ -66,13 +66,28 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
     :arg traffic_class: the IB traffic class 0-255 for NCCL_IB_TC (the ToS byte: DSCP << 2), or None to leave it out.
     :arg hca_exact: prefix NCCL_IB_HCA with ``=`` so that ``mlx5_1`` does not also match ``mlx5_10`` .. ``mlx5_17``.
     :arg extra: more ``NCCL_*`` settings: one-line strings, numbers, or booleans (written 1/0).
+    :arg network_facts: the host's ``ansible_facts`` with the network subset; when given, ``socket_ifname`` must
+        select an interface the host has and that is up, as NCCL matches it (prefix, ``=`` exact, ``^`` exclude).
+    :arg on_error: ``raise`` (the default) raises AnsibleFilterError; ``return`` returns the plan with the message in
+        ``errors`` instead, so that a playbook can fail with that message alone.
     :returns: ``{fabric, ports: [{device, port, link_layer, rate_gbps, gid_index}], skipped: [{device, port, reason}],
-        settings: {NAME: value}}``; ``settings`` keeps the order NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_TC,
+        settings: {NAME: value}, errors: [message]}``; ``settings`` keeps the order NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_TC,
         NCCL_SOCKET_IFNAME, then ``extra`` sorted.
     :raises AnsibleFilterError: on a bad argument (naming it and the allowed values), when RoCE ports disagree on
         the RoCE v2 GID index (NCCL takes one index for all HCAs), when ``extra`` redefines a computed setting, or
         when a value is not one line of text (a newline would smuggle another setting into nccl.conf).
     """
+    if on_error not in ("raise", "return"):
+        raise AnsibleFilterError("nccl_settings: on_error is %r; allowed values: raise, return" % (on_error,))
+    try:
+        return _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_facts)
+    except AnsibleFilterError as exc:
+        if on_error == "raise":
+            raise
+        return {"fabric": None, "ports": [], "skipped": [], "settings": {}, "errors": [exc.message]}
+
+
+def _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_facts):
     if not isinstance(rdma, dict) or "devices" not in rdma:
         raise AnsibleFilterError("nccl_settings: expected ansible_facts.rdma from hpcnet.rdma.rdma_facts (a dict with 'devices')")
     if fabric not in FABRICS:
@@ -80,9 +95,12 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
     socket_ifname = "" if socket_ifname is None else str(socket_ifname).strip()
     if not socket_ifname:
         raise AnsibleFilterError("nccl_socket_ifname is empty and no default IPv4 interface was found; set nccl_socket_ifname to the out-of-band interface")
-    if not _IFNAME_LIST.match(socket_ifname):
+    if not IFNAME_LIST_RE.match(socket_ifname):
         raise AnsibleFilterError("nccl_socket_ifname %r is not an interface list: use names or prefixes separated by commas, "
                                  "optionally starting with ^ (exclude) or = (exact), e.g. eth0, =bond0 or ^docker,lo" % (socket_ifname,))
+    problem = socket_ifname_problem(socket_ifname, network_facts)
+    if problem:
+        raise AnsibleFilterError(problem)
     if traffic_class is not None and traffic_class != "":
         try:
             value = int(traffic_class)
@@ -132,7 +150,7 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
     settings["NCCL_SOCKET_IFNAME"] = socket_ifname
     for name in sorted(extra):
         settings[name] = extra[name]
-    return {"fabric": resolved if ports else None, "ports": ports, "skipped": skipped, "settings": settings}
+    return {"fabric": resolved if ports else None, "ports": ports, "skipped": skipped, "settings": settings, "errors": []}
 
 
 class FilterModule:

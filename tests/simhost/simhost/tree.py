@@ -38,7 +38,7 @@ from . import profile as profile_mod
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 MARKER = ".simhost"
 
-# Names as in the real dump (../shared/fixtures/rdma-outputs/sysfs-class-infiniband-01.txt)
+# Names as in the real dump (tests/fixtures/real/rdma-outputs/sysfs-class-infiniband-01.txt)
 PMA_COUNTERS = [
     "VL15_dropped", "excessive_buffer_overrun_errors", "link_downed", "link_error_recovery",
     "local_link_integrity_errors", "multicast_rcv_packets", "multicast_xmit_packets", "port_rcv_constraint_errors",

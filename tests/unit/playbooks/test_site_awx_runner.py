@@ -1,14 +1,26 @@
-"""The AWX path: ansible-runner runs site.yml from a project folder, as an AWX job template does.
+"""The AWX path: ansible-runner runs every playbook the collection ships, from a private data dir laid out as AWX does.
 
-The project is this repository (AWX checks it out as is); the host is localhost with a simulated sysfs tree, so
-the run needs neither containers nor RDMA hardware. Package installation is skipped (tag ofed_install), the
-rest of the site play runs for real.
+AWX (and Ansible Automation Platform) hands ansible-runner a private data dir with the project checked out under
+``project/``, the inventory as an executable script under ``inventory/hosts`` (it prints the inventory as JSON),
+the job's extra variables (template, survey, launch) in the YAML file ``env/extravars``, environment variables in
+``env/envvars``, runner settings in ``env/settings`` and the remaining ansible-playbook options (here the skipped
+tags) in ``env/cmdline``. The call itself names only the private data dir and the playbook. Each shipped playbook
+runs from this repository as the project; the collection's playbooks also run by FQCN from an infrastructure
+project whose collections/requirements.yml names hpcnet.rdma, with the collection installed from the `make build`
+tarball into ``requirements_collections/``, where AWX installs a project's collections.
+
+The host is the controller itself (local connection) with a simulated sysfs tree, so the run needs neither
+containers nor RDMA hardware. Package installation is skipped (tags ofed_install, ofed_verify); the rest runs.
 """
 
 from __future__ import annotations
 
+import configparser
+import json
 import os
 import shutil
+import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,35 +30,152 @@ import yaml
 ansible_runner = pytest.importorskip("ansible_runner")
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
+BIN = Path(sys.executable).parent
+GALAXY = yaml.safe_load((REPO_ROOT / "galaxy.yml").read_text(encoding="utf-8"))
+COLLECTION = "%s.%s" % (GALAXY["namespace"], GALAXY["name"])
+SKIP_TAGS = "ofed_install,ofed_verify"
+HOST = "awx-node"
 
 
-@pytest.fixture(name="project")
-def _project(tmp_path):
-    """An AWX-style private data dir: project/, inventory/hosts, env/ (the runner reads extravars from the call)."""
+def _is_playbook(path):
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    keys = {"hosts", "import_playbook", "ansible.builtin.import_playbook", "ansible.legacy.import_playbook"}
+    return isinstance(data, list) and bool(data) and all(isinstance(p, dict) and keys & set(p) for p in data)
+
+
+def shipped_playbooks():
+    """The repository's root playbooks (site.yml) and the collection's playbooks/ (not their task files)."""
+    found = [p for p in sorted(REPO_ROOT.glob("*.y*ml")) if _is_playbook(p)]
+    found += [p for p in sorted((REPO_ROOT / "playbooks").rglob("*.y*ml")) if _is_playbook(p)]
+    return [str(p.relative_to(REPO_ROOT)) for p in found]
+
+
+# One or more runner cases per shipped playbook: (shipped playbook, project, what the job template runs).
+# "repo": AWX's project is this repository and the template's playbook is the file.
+# "infra": AWX's project is another repository that lists hpcnet.rdma in collections/requirements.yml; its
+# site.yml imports the collection's playbook by FQCN.
+RUNNER_CASES = [
+    ("site.yml", "repo", "site.yml"),
+    ("playbooks/site.yml", "repo", "playbooks/site.yml"),
+    ("playbooks/site.yml", "infra", COLLECTION + ".site"),
+]
+CASE_IDS = ["%s-from-%s" % (case[0], case[1]) for case in RUNNER_CASES]
+
+
+def test_every_shipped_playbook_has_a_runner_case():
+    """A new playbook under playbooks/ (or at the root) needs its AWX case in RUNNER_CASES."""
+    assert sorted(shipped_playbooks()) == sorted({case[0] for case in RUNNER_CASES})
+
+
+def _default_route_interface():
+    if not shutil.which("ip"):
+        return None
+    out = subprocess.run(["ip", "-j", "route", "show", "default"], capture_output=True, text=True, check=False)
+    try:
+        routes = json.loads(out.stdout or "[]")
+    except ValueError:
+        return None
+    return next((r["dev"] for r in routes if r.get("dev")), None)
+
+
+@pytest.fixture(name="collection_tarball", scope="module")
+def _collection_tarball(tmp_path_factory):
+    """What `make build` makes (ansible-galaxy collection build), into a temp dir."""
+    out = tmp_path_factory.mktemp("build")
+    env = dict(os.environ, ANSIBLE_HOME=str(out / ".ansible"))
+    subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", "--force", "--output-path", str(out)],
+                   cwd=REPO_ROOT, env=env, check=True, capture_output=True)
+    return next(out.glob("*.tar.gz"))
+
+
+def _awx_collections_path(pdd, project):
+    """ANSIBLE_COLLECTIONS_PATH as AWX sets it: the project's installed requirements, the project's ansible.cfg
+    collections_path (relative paths resolve from the project, the job's working directory), then the defaults."""
+    paths = [str(pdd / "requirements_collections")]
+    cfg = project / "ansible.cfg"
+    if cfg.is_file():
+        parser = configparser.ConfigParser()
+        parser.read(cfg)
+        paths += [p for p in parser.get("defaults", "collections_path", fallback="").split(":") if p]
+    return ":".join(paths + ["~/.ansible/collections", "/usr/share/ansible/collections"])
+
+
+def _private_data_dir(tmp_path, kind, tarball):
     pdd = tmp_path / "runner"
     (pdd / "inventory").mkdir(parents=True)
-    (pdd / "project").symlink_to(REPO_ROOT, target_is_directory=True)
-    return pdd
+    (pdd / "env").mkdir()
+    (pdd / "requirements_collections").mkdir()
+    if kind == "repo":
+        (pdd / "project").symlink_to(REPO_ROOT, target_is_directory=True)
+        collection_root = REPO_ROOT
+    else:
+        project = pdd / "project"
+        (project / "collections").mkdir(parents=True)
+        (project / "collections" / "requirements.yml").write_text(yaml.safe_dump({"collections": [{"name": COLLECTION}]}))
+        (project / "site.yml").write_text(yaml.safe_dump([{
+            "name": "Run the %s site playbook" % COLLECTION, "ansible.builtin.import_playbook": COLLECTION + ".site"}]))
+        # The project sync installs collections/requirements.yml; here from the tarball, as Galaxy would serve it.
+        subprocess.run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", str(tarball),
+                        "-p", str(pdd / "requirements_collections")],
+                       env=dict(os.environ, ANSIBLE_HOME=str(tmp_path / ".ansible")), check=True, capture_output=True)
+        collection_root = pdd / "requirements_collections" / "ansible_collections" / GALAXY["namespace"] / GALAXY["name"]
+    return pdd, collection_root
 
 
-def _run(pdd, sysfs_root, group, extravars):
-    inventory = {"all": {"children": {group: {"hosts": {"awx-node": {
-        "ansible_connection": "local", "ansible_python_interpreter": shutil.which("python3")}}}}}}
-    (pdd / "inventory" / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    return ansible_runner.run(
-        private_data_dir=str(pdd),
-        playbook="site.yml",
-        extravars=dict({"rdma_sysfs_root": str(sysfs_root), "ansible_become": False}, **extravars),
-        skip_tags="ofed_install,ofed_verify",
-        # the venv's ansible-playbook, as an AWX execution environment has it on PATH
-        envvars={"PATH": "%s:%s" % (Path(sys.executable).parent, os.environ.get("PATH", ""))},
-        quiet=True,
-        settings={"suppress_ansible_output": True},
-    )
+def _write_job(pdd, group, extravars):
+    """inventory/hosts and env/* as AWX writes them for a job template launch."""
+    inventory = {
+        "all": {"children": ["ungrouped", group]},
+        "ungrouped": {"hosts": []},
+        group: {"hosts": [HOST]},
+        "_meta": {"hostvars": {HOST: {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}},
+    }
+    hosts = pdd / "inventory" / "hosts"
+    hosts.write_text("#! /usr/bin/env python3\n# -*- coding: utf-8 -*-\nprint(%r)\n" % json.dumps(inventory))
+    os.chmod(hosts, stat.S_IRUSR | stat.S_IXUSR | stat.S_IWUSR)
+    (pdd / "env" / "extravars").write_text(yaml.safe_dump(extravars, default_flow_style=False))
+    (pdd / "env" / "envvars").write_text(yaml.safe_dump({
+        # the EE's ansible-playbook, here the venv's
+        "PATH": "%s:%s" % (BIN, os.environ.get("PATH", "/usr/bin:/bin")),
+        "ANSIBLE_COLLECTIONS_PATH": _awx_collections_path(pdd, pdd / "project"),
+        "ANSIBLE_ROLES_PATH": "%s:~/.ansible/roles:/usr/share/ansible/roles:/etc/ansible/roles" % (pdd / "requirements_roles"),
+        "ANSIBLE_INVENTORY_UNPARSED_FAILED": "True",
+        "ANSIBLE_HOST_KEY_CHECKING": "False",
+        "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        "ANSIBLE_FORCE_COLOR": "False",
+        "AWX_PRIVATE_DATA_DIR": str(pdd),
+    }))
+    (pdd / "env" / "settings").write_text(yaml.safe_dump({"job_timeout": 600, "suppress_ansible_output": True}))
+    (pdd / "env" / "cmdline").write_text("--skip-tags %s" % SKIP_TAGS)
+
+
+def _run(pdd, playbook, group, extravars):
+    _write_job(pdd, group, extravars)
+    run = ansible_runner.run(private_data_dir=str(pdd), playbook=playbook, quiet=True)
+    command = run.config.command
+    assert "-e" in command and "@%s" % (pdd / "env" / "extravars") in command, command  # from the file, not the call
+    assert command[command.index("-i") + 1] == str(pdd / "inventory"), command
+    return run
 
 
 def _stats(run):
-    return {key: (run.stats or {}).get(key, {}).get("awx-node", 0) for key in ("ok", "changed", "failures")}
+    return {key: (run.stats or {}).get(key, {}).get(HOST, 0) for key in ("ok", "changed", "failures")}
+
+
+def _role_task_paths(run):
+    return {e["event_data"]["task_path"].rsplit(":", 1)[0] for e in run.events
+            if e.get("event") in ("runner_on_ok", "runner_on_failed") and e.get("event_data", {}).get("role")
+            and e["event_data"].get("task_path")}
+
+
+@pytest.fixture(name="job")
+def _job(tmp_path, request, monkeypatch):
+    # AWX sets no ANSIBLE_CONFIG: ansible-playbook finds the project's ansible.cfg in the working directory.
+    monkeypatch.delenv("ANSIBLE_CONFIG", raising=False)
+    shipped, kind, playbook = request.param
+    tarball = request.getfixturevalue("collection_tarball") if kind == "infra" else None
+    pdd, collection_root = _private_data_dir(tmp_path, kind, tarball)
+    return pdd, playbook, collection_root
 
 
 @pytest.fixture(name="roce_tree")
@@ -58,25 +187,39 @@ def _roce_tree(tmp_path):
     return root
 
 
-def test_site_runs_from_an_awx_project_and_is_idempotent(project, roce_tree, tmp_path):
+@pytest.mark.parametrize("job", RUNNER_CASES, ids=CASE_IDS, indirect=True)
+def test_awx_job_writes_nccl_conf_and_is_idempotent(job, roce_tree, tmp_path):
+    ifname = _default_route_interface()
+    if not ifname:
+        pytest.skip("this machine has no IPv4 default route: no real interface to give NCCL_SOCKET_IFNAME")
+    pdd, playbook, collection_root = job
     conf = tmp_path / "nccl.conf"
-    extravars = {"nccl_conf_path": str(conf), "nccl_socket_ifname": "bond0", "nccl_ib_traffic_class": 106}
-    first = _run(project, roce_tree, "roce", extravars)
+    # As a survey sends them: strings, and an integer for the traffic class.
+    extravars = {"rdma_sysfs_root": str(roce_tree), "ansible_become": False, "nccl_conf_path": str(conf),
+                 "nccl_socket_ifname": ifname, "nccl_ib_traffic_class": 106}
+    first = _run(pdd, playbook, "roce", extravars)
     assert first.status == "successful", first.stdout.read()
     lines = [line for line in conf.read_text().splitlines() if line and not line.startswith("#")]
-    assert lines == ["NCCL_IB_HCA==mlx5_0:1,mlx5_1:1", "NCCL_IB_GID_INDEX=5", "NCCL_IB_TC=106", "NCCL_SOCKET_IFNAME=bond0"]
+    assert lines == ["NCCL_IB_HCA==mlx5_0:1,mlx5_1:1", "NCCL_IB_GID_INDEX=5", "NCCL_IB_TC=106", "NCCL_SOCKET_IFNAME=" + ifname]
     assert _stats(first)["changed"] == 1  # only nccl.conf
+    # The roles ran from the collection the project provides: the clone's link, or requirements_collections.
+    paths = _role_task_paths(first)
+    assert paths and all(Path(p).resolve().is_relative_to(collection_root.resolve()) for p in paths), paths
 
-    second = _run(project, roce_tree, "roce", extravars)
-    assert second.status == "successful"
+    second = _run(pdd, playbook, "roce", extravars)
+    assert second.status == "successful", second.stdout.read()
     assert _stats(second)["changed"] == 0
+    assert _stats(second)["failures"] == 0
 
 
-def test_site_fails_a_host_without_rdma_devices_with_a_clear_message(project, tmp_path):
+@pytest.mark.parametrize("job", RUNNER_CASES, ids=CASE_IDS, indirect=True)
+def test_awx_job_fails_a_host_without_rdma_devices_with_a_clear_message(job, tmp_path):
+    pdd, playbook, _ = job
     empty = tmp_path / "sys"
     (empty / "class").mkdir(parents=True)
-    run = _run(project, empty, "infiniband", {"nccl_conf_path": str(tmp_path / "nccl.conf")})
+    run = _run(pdd, playbook, "infiniband",
+               {"rdma_sysfs_root": str(empty), "ansible_become": False, "nccl_conf_path": str(tmp_path / "nccl.conf")})
     assert run.status == "failed"
     failed = [e for e in run.events if e.get("event") == "runner_on_failed"]
-    assert failed and "No RDMA device under" in failed[0]["event_data"]["res"]["msg"]
+    assert failed and "No RDMA device under %s/class/infiniband on %s" % (empty, HOST) in failed[0]["event_data"]["res"]["msg"]
     assert not (tmp_path / "nccl.conf").exists()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils import rdma_tools
-from fixtures_path import shared_fixtures
+from fixtures_path import real_fixtures
 
 KIT = Path(__file__).resolve().parents[2] / "simhost"
 sys.path.insert(0, str(KIT))
@@ -20,7 +20,7 @@ sys.path.insert(0, str(KIT))
 import simhost  # noqa: E402  pylint: disable=wrong-import-position
 from simhost import profile as sp  # noqa: E402  pylint: disable=wrong-import-position
 
-CAPTURES = shared_fixtures() / "rdma-outputs"
+CAPTURES = real_fixtures() / "rdma-outputs"
 PROFILES = sp.list_profiles()
 REQUIRED = {"cx7_ib_ndr_8x", "cx7_roce_400g_2x", "mixed_ib_roce_down", "no_rdma"}
 

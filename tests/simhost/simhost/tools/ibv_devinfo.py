@@ -27,7 +27,7 @@ DEV_CAP_FLAGS = [(0, "RESIZE_MAX_WR"), (1, "BAD_PKEY_CNTR"), (2, "BAD_QKEY_CNTR"
                  (24, "MEM_WINDOW_TYPE_2B"), (25, "RC_IP_CSUM"), (26, "RAW_IP_CSUM"), (29, "MANAGED_FLOW_STEERING")]
 IBV_PORT_IP_BASED_GIDS = 1 << 26
 
-# ConnectX-7 device limits (values as reported by a CX-7, fw 28.x: ../shared/fixtures/rdma-outputs/ibv_devinfo-v-02.txt)
+# ConnectX-7 device limits (values as reported by a CX-7, fw 28.x: tests/fixtures/real/rdma-outputs/ibv_devinfo-v-02.txt)
 CX7_LIMITS = [
     ("max_mr_size", "\t\t\t", "0xffffffffffffffff"), ("page_size_cap", "\t\t\t", "0xfffffffffffff000"),
     ("max_qp", "\t\t\t\t", "131072"), ("max_qp_wr", "\t\t\t", "32768"), ("device_cap_flags", "\t\t", None),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
@@ -71,7 +73,7 @@ def test_auto_prefers_infiniband_then_roce():
 
 def test_no_rdma_device_gives_socket_only_settings():
     plan = nccl_settings({"devices": {}}, "auto", "eth0")
-    assert plan == {"fabric": None, "ports": [], "skipped": [], "settings": {"NCCL_SOCKET_IFNAME": "eth0"}}
+    assert plan == {"fabric": None, "ports": [], "skipped": [], "settings": {"NCCL_SOCKET_IFNAME": "eth0"}, "errors": []}
 
 
 def test_traffic_class_is_written_only_when_set():
@@ -139,3 +141,44 @@ def test_socket_ifname_accepts_nccl_syntax(value):
 def test_blank_socket_ifname_is_empty():
     with pytest.raises(AnsibleFilterError, match=r"nccl_socket_ifname is empty"):
         nccl_settings(IB_12, "infiniband", "  ")
+
+
+# The host's interfaces as setup publishes them: 'interfaces' plus one entry per interface ('-' and ':' -> '_').
+NET = {"interfaces": ["lo", "eth0", "eth1", "docker0", "br-0a1b"], "lo": {"active": True}, "eth0": {"active": True},
+       "eth1": {"active": False}, "docker0": {"active": True}, "br_0a1b": {"active": True}}
+
+
+@pytest.mark.parametrize("value", ["eth0", "eth", "=eth0", "^docker,lo", "^=docker0", "br-0a1b", "eth0,eth9"])
+def test_socket_ifname_that_selects_an_up_interface_passes(value):
+    assert nccl_settings(IB_12, "infiniband", value, network_facts=NET)["settings"]["NCCL_SOCKET_IFNAME"] == value
+
+
+@pytest.mark.parametrize("value", ["eth9", "=eth", "bond0,ib"])
+def test_socket_ifname_that_selects_no_interface_names_the_ones_the_host_has(value):
+    with pytest.raises(AnsibleFilterError, match=r"nccl_socket_ifname '%s' selects no interface of this host.*"
+                                                  r"Interfaces here: br-0a1b, docker0, eth0, eth1, lo\." % re.escape(value)):
+        nccl_settings(IB_12, "infiniband", value, network_facts=NET)
+
+
+def test_socket_ifname_whose_interfaces_are_down_is_refused_with_the_up_ones():
+    with pytest.raises(AnsibleFilterError, match=r"selects eth1, which is down .* Interfaces that are up: br-0a1b, docker0, eth0, lo\."):
+        nccl_settings(IB_12, "infiniband", "=eth1", network_facts=NET)
+
+
+def test_exclusion_that_leaves_only_down_interfaces_is_refused():
+    with pytest.raises(AnsibleFilterError, match=r"selects eth1, which is down"):
+        nccl_settings(IB_12, "infiniband", "^lo,eth0,docker,br", network_facts=NET)
+
+
+def test_without_network_facts_the_interface_is_not_checked():
+    assert nccl_settings(IB_12, "infiniband", "eth9", network_facts={})["settings"]["NCCL_SOCKET_IFNAME"] == "eth9"
+
+
+def test_on_error_return_gives_the_message_instead_of_raising():
+    plan = nccl_settings(IB_12, "infiniband", "eth9", network_facts=NET, on_error="return")
+    assert plan["settings"] == {} and plan["errors"][0].startswith("nccl_socket_ifname 'eth9' selects no interface")
+
+
+def test_on_error_must_be_raise_or_return():
+    with pytest.raises(AnsibleFilterError, match=r"on_error is 'ignore'; allowed values: raise, return"):
+        nccl_settings(IB_12, "infiniband", "eth0", on_error="ignore")

@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Tests for the NCCL_DEBUG=INFO analyser (plugins/module_utils/nccl_log.py).
 
-Fixture comparison rules (every ``*.expected.json`` under ``shared/fixtures/nccl-logs`` and ``fixtures/nccl-field``):
+Fixture comparison rules (every ``*.expected.json`` under ``tests/fixtures/real/nccl-logs`` and ``fixtures/nccl-field``):
 
 * every public key of the issue whose expected value is not null must agree;
 * ``ib_devices`` is compared exactly (name, port, link layer, NCCL's order);

@@ -14,9 +14,9 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_stack import (
     probe_stack,
     upstream_version,
 )
-from fixtures_path import shared_fixtures
+from fixtures_path import real_fixtures
 
-CAPTURES = sorted((shared_fixtures() / "rdma-outputs").glob("ofed_info-s-*.txt"))
+CAPTURES = sorted((real_fixtures() / "rdma-outputs").glob("ofed_info-s-*.txt"))
 EXPECTED = {
     "ofed_info-s-01.txt": {"provider": "mlnx_ofed", "version": "5.0-2.1.8.0"},
     "ofed_info-s-02.txt": {"provider": "doca", "version": "24.07-0.3.5.0.110"},

@@ -23,7 +23,7 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import (
     parse_rate,
     select_roce_v2_ipv4_gid_index,
 )
-from fixtures_path import shared_fixtures
+from fixtures_path import real_fixtures
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "sysfs"))
 from rdma_sysfs_tree import (  # noqa: E402  pylint: disable=wrong-import-position
@@ -38,7 +38,7 @@ from rdma_sysfs_tree import (  # noqa: E402  pylint: disable=wrong-import-positi
     write,
 )
 
-RDMA_OUTPUTS = shared_fixtures() / "rdma-outputs"
+RDMA_OUTPUTS = real_fixtures() / "rdma-outputs"
 DUMP = RDMA_OUTPUTS / "sysfs-class-infiniband-01.txt"
 
 
@@ -220,7 +220,7 @@ def test_gid_index_matches_what_nccl_picks_when_an_ipv4_v2_entry_exists(slots):
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# The real dump (shared/fixtures/rdma-outputs/sysfs-class-infiniband-01.txt)
+# The real dump (tests/fixtures/real/rdma-outputs/sysfs-class-infiniband-01.txt)
 # ------------------------------------------------------------------------------------------------------------------
 
 @pytest.fixture(name="dump_root")

@@ -1,13 +1,13 @@
-"""Parsers of vendor tool output, run over every real capture in ../shared/fixtures/rdma-outputs."""
+"""Parsers of vendor tool output, run over every real capture in tests/fixtures/real/rdma-outputs."""
 
 from __future__ import annotations
 
 import pytest
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils import rdma_tools
-from fixtures_path import shared_fixtures
+from fixtures_path import real_fixtures
 
-CAPTURES = shared_fixtures() / "rdma-outputs"
+CAPTURES = real_fixtures() / "rdma-outputs"
 
 
 def _read(name: str) -> str:

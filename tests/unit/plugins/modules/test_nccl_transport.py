@@ -12,9 +12,9 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpcnet.rdma.plugins.modules import nccl_transport
-from fixtures_path import shared_fixtures
+from fixtures_path import real_fixtures
 
-LOGS = shared_fixtures() / "nccl-logs"
+LOGS = real_fixtures() / "nccl-logs"
 
 ROCE_LOG = "\n".join([
     "node01:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",

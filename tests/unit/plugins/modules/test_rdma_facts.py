@@ -11,7 +11,7 @@ from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpcnet.rdma.plugins.modules import rdma_facts
-from fixtures_path import shared_fixtures
+from fixtures_path import real_fixtures
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "module_utils" / "fixtures" / "sysfs"))
 from rdma_sysfs_tree import add_hca, ib_port, materialise_dump, roce_port, write  # noqa: E402  pylint: disable=wrong-import-position
@@ -136,7 +136,7 @@ def test_counters_only_with_gather_counters(tmp_path):
 
 
 def test_real_dump_through_the_module(tmp_path):
-    materialise_dump((shared_fixtures() / "rdma-outputs" / "sysfs-class-infiniband-01.txt").read_text(encoding="utf-8"), tmp_path)
+    materialise_dump((real_fixtures() / "rdma-outputs" / "sysfs-class-infiniband-01.txt").read_text(encoding="utf-8"), tmp_path)
     _kind, result = run_module({"sysfs_root": str(tmp_path), "gather_stack": False})
     devices = result["ansible_facts"]["rdma"]["devices"]
     assert devices["mlx5_0"]["ports"]["1"]["rate_gbps"] == 400.0
