@@ -65,6 +65,8 @@ molecule: venv image ## Molecule scenarios in Docker containers of simulated Con
 bench: venv ## Benchmarks: NCCL log analyser throughput/RSS, rdma_facts read time
 	$(PY) tests/bench/bench_rdma_facts.py
 	$(PY) tests/bench/bench_nccl_log.py
+	$(PY) tests/bench/bench_roce_qos.py
+	$(PY) tests/bench/bench_roce_qos.py --profile cx7_roce_400g_2x --backend dcb
 
 build: venv ## Build the Galaxy artifact
 	$(BIN)/ansible-galaxy collection build --force --output-path build/

@@ -1,9 +1,17 @@
-"""simhost: a simulated NVIDIA ConnectX host (sysfs tree + read-only vendor tools) for tests and demos.
+"""simhost: a simulated NVIDIA ConnectX host (sysfs tree + vendor tools) for tests and demos.
 
-Standard library only: the test containers have python3 but not PyYAML.
+Standard library only: the test containers have python3 but not PyYAML. The package attributes are loaded on
+first use, so a simulated tool (which needs only sysfs/qos/kernelfs) does not import the profile and tree code.
 """
 
-from .profile import ProfileError, expand, list_profiles, load
-from .tree import build_tree
-
 __all__ = ["ProfileError", "build_tree", "expand", "list_profiles", "load"]
+
+
+def __getattr__(name):
+    if name in ("ProfileError", "expand", "list_profiles", "load"):
+        from . import profile  # pylint: disable=import-outside-toplevel
+        return getattr(profile, name)
+    if name == "build_tree":
+        from .tree import build_tree  # pylint: disable=import-outside-toplevel
+        return build_tree
+    raise AttributeError("module 'simhost' has no attribute %r" % name)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from .profile import ProfileError, expand, list_profiles, load
+from .kernelfs import settle, watch
 from .tree import build_tree
 
 
@@ -22,10 +23,18 @@ def main(argv=None) -> int:
     c.add_argument("--profile", required=True)
     c.add_argument("--host-index", type=int, default=None)
     sub.add_parser("list", help="list the bundled profiles")
+    w = sub.add_parser("watch", help="keep kernel attribute files (configfs rdma_cm, traffic_class, ecn) settled")
+    w.add_argument("--root", required=True)
+    w.add_argument("--once", action="store_true", help="settle once and exit")
     args = parser.parse_args(argv)
     try:
         if args.cmd == "list":
             print("\n".join(list_profiles()))
+        elif args.cmd == "watch":
+            if args.once:
+                settle(Path(args.root))
+            else:
+                watch(Path(args.root))
         elif args.cmd == "check":
             print(json.dumps(expand(load(args.profile), args.host_index), indent=2, sort_keys=True))
         else:

@@ -108,7 +108,7 @@ def _int_or_hex(d: dict, key: str, where: str, default=None, lo=0, hi=None):
 
 
 KNOWN_TOP = {"name", "description", "stack", "kernel_modules", "guid_seed", "lid_host_stride", "ipv4_host_stride",
-             "device_defaults", "port_defaults", "devices", "oob_netdevs", "host_index"}
+             "device_defaults", "port_defaults", "devices", "oob_netdevs", "host_index", "real_netdevs"}
 KNOWN_DEV = {"name", "pci", "pci_device_id", "hca_type", "fw_ver", "board_id", "hw_rev", "part_number", "description",
              "node_guid", "sys_image_guid", "node_desc", "numa_node", "ports", "pcie"}
 KNOWN_PORT = {"port", "link_layer", "state", "phys_state", "rate", "lid", "sm_lid", "sm_sl", "lmc", "cap_mask", "netdev",
@@ -391,4 +391,6 @@ def expand(profile: dict, host_index: int | None = None) -> dict:  # noqa: C901 
         "name": profile["name"], "description": profile.get("description", ""), "host_index": host_index,
         "stack": {"provider": provider, "version": version, "ofed_info_s": ofed_info_s},
         "kernel_modules": modules, "devices": out_devices, "oob_netdevs": oob_out,
+        # true: the RoCE netdevs are real container links that simhost-netsync mirrors (see simhost/netdev.py)
+        "real_netdevs": _get(profile, "real_netdevs", top, bool, default=False),
     }

@@ -16,6 +16,8 @@ Layout (paths relative to the root, as on a real kernel):
     module/<name>/{initstate,refcnt,srcversion,version?,parameters/,holders/}
     kernel/config/rdma_cm/                                   when rdma_cm is loaded (configfs subsystem dir)
     .simhost/profile.json, .simhost/state/                   the simulator's own files (not in a real /sys)
+    MLNX_OFED/DOCA only: class/net/<if>/ecn/roce_{np,rp}/, class/infiniband/<dev>/tc/<port>/traffic_class
+                                                             (written by kernelfs.write_boot_files)
 
 Kernel semantics that a plain file tree cannot show, and how they are represented:
 - reading gid_attrs/types/<i> or gid_attrs/ndevs/<i> of an EMPTY GID entry fails with EINVAL on a real kernel:
@@ -33,6 +35,7 @@ import os
 import shutil
 from pathlib import Path
 
+from . import kernelfs
 from . import profile as profile_mod
 
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
@@ -180,6 +183,7 @@ def build_tree(profile: dict, root, host_index: int | None = None) -> dict:
     if "rdma_cm" in modules:
         # rdma_cm registers its configfs subsystem at load; per-device dirs appear only when an admin mkdirs them
         (root / "kernel/config/rdma_cm").mkdir(parents=True)
+    kernelfs.write_boot_files(root, exp)  # MLNX_OFED/DOCA-only ecn/ and tc/ attribute files (kernelfs.py)
     return exp
 
 

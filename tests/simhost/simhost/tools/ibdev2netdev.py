@@ -58,7 +58,9 @@ def main(argv=None) -> int:
             ndir = r / "class/net" / eth
             if not (ndir / "dev_id").exists():
                 link = ""
-            elif (ndir / "carrier").exists():
+            elif (ndir / "carrier").exists() or (ndir / "operstate").exists():
+                # a real netdev always has the file; reading it while the link is down fails (EINVAL, absent
+                # in the simulated tree), which the script's `cat 2>/dev/null` turns into "Down"
                 link = "Up" if (sysfs.read(ndir / "carrier") or "0").strip() == "1" else "Down"
             else:
                 link = "NA"
