@@ -62,11 +62,12 @@ sanity: venv $(COLLECTION_TREE) $(ANSIBLE_TEST_GET_PIP) ## ansible-test sanity o
 molecule: venv image ## Molecule scenarios in Docker containers of simulated ConnectX hosts
 	$(BIN)/molecule test --all
 
-bench: venv ## Benchmarks: NCCL log analyser throughput/RSS, rdma_facts read time
+bench: venv ## Benchmarks: rdma_facts read time, roce_qos no-op, site.yml on 4/16/32 hosts, NCCL log analyser
 	$(PY) tests/bench/bench_rdma_facts.py
-	$(PY) tests/bench/bench_nccl_log.py
 	$(PY) tests/bench/bench_roce_qos.py
 	$(PY) tests/bench/bench_roce_qos.py --profile cx7_roce_400g_2x --backend dcb
+	$(PY) tests/bench/bench_site_scale.py --sizes 4,16,32
+	$(PY) tests/bench/bench_nccl_log.py
 
 build: venv ## Build the Galaxy artifact
 	$(BIN)/ansible-galaxy collection build --force --output-path build/

@@ -24,7 +24,8 @@ description:
     under RV(firmware) (by their mlxconfig names) and changes nothing for them.
   - These settings live in the driver and are lost at a driver reload or reboot; the C(hpcnet.rdma.roce) role
     re-applies them at boot.
-author: hpcnet.rdma contributors
+author:
+  - hpcnet.rdma contributors (@hpcnet)
 options:
   netdev:
     description: The RoCE netdev (an Ethernet port of an RDMA device), for example C(enp12s0np0).
@@ -194,7 +195,8 @@ def run(module):
     before = port.read(create_cm=not module.check_mode)
     after, steps, firmware = port.plan(before, desired)
     boot_commands, boot_writes = port.boot_steps(desired)
-    result = dict(boot=dict(commands=boot_commands, writes=boot_writes), changed=bool(steps), before=before, after=after, firmware=firmware, backend=port.backend,
+    result = dict(changed=bool(steps), before=before, after=after, firmware=firmware, backend=port.backend,
+                  boot=dict(commands=boot_commands, writes=boot_writes),
                   rdma_device="%s:%s" % (port.device, port.port), commands=[describe_step(s) for s in steps],
                   diff=dict(before=_changed(before, after), after=_changed(after, before)))
     if steps and not module.check_mode:

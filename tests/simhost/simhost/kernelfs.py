@@ -250,9 +250,17 @@ def _cm_defaults(root: Path, dev: str) -> dict:
     return out
 
 
-def _cm_port_files(pdir: Path, entry: dict) -> None:
-    _w(pdir / "default_roce_mode", entry["default_roce_mode"] + "\n")
-    _w(pdir / "default_roce_tos", "%d\n" % entry["default_roce_tos"])
+def _cm_port_files(pdir: Path, entry: dict, seen: dict | None = None) -> None:
+    # Rewrite a file only when it does not already show the value, and never over a write that came in after this
+    # settle read the file (``seen``): the next settle takes that one. Otherwise two settlers (the watcher and a
+    # tool) would undo each other's accepted writes.
+    for name, text in (("default_roce_mode", entry["default_roce_mode"] + "\n"),
+                       ("default_roce_tos", "%d\n" % entry["default_roce_tos"])):
+        current = _raw(pdir / name)
+        if seen is not None and current != seen.get(name):
+            continue
+        if current != text:
+            _w(pdir / name, text)
 
 
 def _settle_rdma_cm(root: Path) -> None:
@@ -294,7 +302,7 @@ def _settle_rdma_cm(root: Path) -> None:
                     changed = True
                 else:
                     _log(root, "rdma_cm/%s/ports/%s/default_roce_tos: write %r refused (EINVAL)" % (name, port, raw_tos))
-            _cm_port_files(pdir, entry)
+            _cm_port_files(pdir, entry, {"default_roce_mode": raw_mode, "default_roce_tos": raw_tos})
     if changed:
         _save(root, "rdma_cm.json", state)
 
