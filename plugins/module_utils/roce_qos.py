@@ -173,7 +173,7 @@ class Port:
         return os.path.join(self.cm_dir(), self.device, "ports", str(self.port), name)
 
     # ------------------------------------------------------------------ reading
-    def _run(self, argv, what):
+    def _run(self, argv):
         rc, out, err = self.runner.run(argv)
         if rc != 0:
             raise QosError("%s failed (exit %d): %s" % (" ".join(argv), rc, _tool_message(out, err)))
@@ -182,11 +182,11 @@ class Port:
     def read_dcb(self):
         """trust, pfc and the 64-entry dscp2prio from the backend tool."""
         if self.backend == "mlnx_qos":
-            parsed = qos_tools.parse_mlnx_qos(self._run([self.tool, "-i", self.netdev], "mlnx_qos"))
+            parsed = qos_tools.parse_mlnx_qos(self._run([self.tool, "-i", self.netdev]))
             mapping = parsed.get("dscp2prio_list") or _full_map(parsed.get("dscp2prio"))
             return {"trust": parsed.get("trust"), "pfc": _enabled(parsed.get("pfc")), "dscp2prio": mapping}
-        pfc = qos_tools.parse_dcb_pfc(self._run([self.tool, "-j", "pfc", "show", "dev", self.netdev], "dcb"))
-        app = qos_tools.parse_dcb_app(self._run([self.tool, "-j", "app", "show", "dev", self.netdev, "dscp-prio"], "dcb"))
+        pfc = qos_tools.parse_dcb_pfc(self._run([self.tool, "-j", "pfc", "show", "dev", self.netdev]))
+        app = qos_tools.parse_dcb_app(self._run([self.tool, "-j", "app", "show", "dev", self.netdev, "dscp-prio"]))
         rc, out, err = self.runner.run([self.tool, "-j", "apptrust", "show", "dev", self.netdev])
         if rc == 0:
             self.apptrust = True
