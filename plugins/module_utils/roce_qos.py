@@ -30,6 +30,7 @@ the state again and converges.
 from __future__ import absolute_import, division, print_function
 
 import os
+import re
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils import qos_tools
 from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import SysfsError, gather_rdma_sysfs, read_attr
@@ -100,7 +101,7 @@ def validate(desired, line_rate_mbps=None):
         if desired.get(name) is not None:
             errors += _prios(name, desired[name])
     for dscp, prio in sorted((desired.get("dscp2prio") or {}).items(), key=lambda kv: str(kv[0])):
-        if not (str(dscp).isdigit() and 0 <= int(dscp) <= 63) or not (_is_int(prio) and 0 <= prio <= 7):
+        if not (re.match(r"^[0-9]{1,2}$", str(dscp)) and int(dscp) <= 63) or not (_is_int(prio) and 0 <= prio <= 7):
             errors.append("dscp2prio maps a DSCP 0-63 to a priority 0-7; got %r: %r" % (dscp, prio))
     for name, low, high in (("cnp_dscp", 0, 63), ("cnp_priority", 0, 7), ("traffic_class", 0, 255), ("roce_tos", 0, 255)):
         value = desired.get(name)
@@ -116,6 +117,9 @@ def validate(desired, line_rate_mbps=None):
         high = line_rate_mbps if high is None else high
         if not _is_int(value) or value < low or (high is not None and value > high):
             errors.append("dcqcn.%s must be an integer %d-%s (%s); got %r" % (param, low, high if high is not None else "line rate", unit, value))
+    if desired.get("cnp_priority") is not None and desired["cnp_priority"] in (desired.get("pfc") or []):
+        errors.append("cnp_priority %s is a PFC priority (pfc %s): CNPs must not be paused behind the traffic they slow down"
+                      % (desired["cnp_priority"], desired["pfc"]))
     if desired.get("pfc") and desired.get("global_pause"):
         errors.append("global_pause must be false when pfc enables priorities %s: link-level pause and PFC exclude each other"
                       % desired["pfc"])

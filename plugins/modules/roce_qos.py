@@ -203,6 +203,7 @@ def run(module):
         try:
             port.apply(steps)
         except QosApplyError as exc:
+            result["changed"] = bool(exc.applied)
             module.fail_json(msg="%s. Applied before the failure: %s. A re-run reads the state again and converges." % (
                 exc, [describe_step(s) for s in exc.applied] or "nothing"), **result)
         result["after"] = port.read()

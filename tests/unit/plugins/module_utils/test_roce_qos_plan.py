@@ -165,6 +165,8 @@ def test_a_failed_step_names_the_steps_applied(ofed_port):
     ({"dcqcn": {"rpg_min_dec_fac": 101}}, r"dcqcn.rpg_min_dec_fac must be an integer 0-100 \(%\); got 101"),
     ({"dcqcn": {"rpg_ai_rate": 500000}}, r"dcqcn.rpg_ai_rate must be an integer 1-400000 \(Mb/s\); got 500000"),
     ({"pfc": [3], "global_pause": True}, r"global_pause must be false when pfc enables priorities \[3\]"),
+    ({"pfc": [3], "cnp_priority": 3}, r"cnp_priority 3 is a PFC priority \(pfc \[3\]\)"),
+    ({"dscp2prio": {"\u00b2": 3}}, r"dscp2prio maps a DSCP 0-63 to a priority 0-7; got '\u00b2': 3"),
 ])
 def test_bad_settings_name_the_field_and_the_allowed_values(desired, message):
     errors = validate(desired, line_rate_mbps=400000)
