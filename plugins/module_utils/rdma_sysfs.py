@@ -29,6 +29,8 @@ import ipaddress
 import os
 import re
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos_tools import parse_traffic_class as _parse_tclass
+
 # Errnos that mean "this attribute does not exist here" rather than "the read failed".
 ABSENT_ERRNOS = frozenset((errno.ENOENT, errno.ENOTDIR, errno.EINVAL, errno.ENODATA, errno.EOPNOTSUPP, errno.ENXIO, errno.ENODEV))
 
@@ -52,7 +54,6 @@ _RATE_RE = re.compile(r"^(\d+(?:\.\d+)?) Gb/sec \((\d+X)(?: ([A-Z][A-Z0-9]*))?\)
 _LID_RE = re.compile(r"^0x[0-9a-fA-F]{1,4}$")
 _GID_RE = re.compile(r"^[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{1,4}){7}$")
 _PKEY_RE = re.compile(r"^0x[0-9a-fA-F]{1,4}$")
-_TCLASS_RE = re.compile(r"tclass=(\d+)")
 _INT_RE = re.compile(r"^-?\d+$")
 
 
@@ -180,9 +181,11 @@ def parse_pkey(text, path):
 
 
 def parse_traffic_class(text):
-    """MLNX_OFED's ``tc/<port>/traffic_class`` (``Global tclass=160``) -> 160; no ``tclass=`` -> None."""
-    match = _TCLASS_RE.search(text)
-    return int(match.group(1)) if match else None
+    """MLNX_OFED's ``tc/<port>/traffic_class`` (``Global tclass=160``) -> 160; no global class -> None.
+
+    A file with only match rules (``dst_ip=10.0.0.0/24,tclass=96``) has no global class: one grammar for the file,
+    shared with the roce_qos module (``qos_tools.parse_traffic_class``)."""
+    return _parse_tclass(text)["global_tclass"]
 
 
 def select_roce_v2_ipv4_gid_index(gids):

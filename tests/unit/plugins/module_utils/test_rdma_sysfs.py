@@ -689,3 +689,9 @@ def test_profile_tree_counters_are_integers(tmp_path):
         port = device["ports"]["1"]
         assert port["counters"] and all(isinstance(v, int) for v in port["counters"].values())
         assert all(isinstance(v, int) for v in port["hw_counters"].values())
+
+
+def test_traffic_class_with_only_match_rules_has_no_global_class():
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import parse_traffic_class
+    assert parse_traffic_class("dst_ip=10.0.0.0/24,tclass=96\n") is None
+    assert parse_traffic_class("Global tclass=106\ndst_ip=10.0.0.0/24,tclass=96\n") == 106
