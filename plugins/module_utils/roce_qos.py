@@ -74,6 +74,22 @@ class QosError(Exception):
     """A problem found before anything changed (bad input, missing netdev or tool)."""
 
 
+def firmware_params(card_port, want):
+    """The mlxconfig parameters (``ROCE_CC_PRIO_MASK_P<n>``, ``CNP_DSCP_P<n>``, ``CNP_802P_PRIO_P<n>``, DCQCN
+    ``RPG_*_P<n>`` ...) that hold ``want``'s ECN, CNP and DCQCN settings in the firmware of card port ``card_port``."""
+    out = {}
+    suffix = "_P%d" % card_port
+    if want.get("ecn") is not None:
+        out["ROCE_CC_PRIO_MASK" + suffix] = sum(1 << p for p in set(want["ecn"]))
+    if want.get("cnp_dscp") is not None:
+        out["CNP_DSCP" + suffix] = want["cnp_dscp"]
+    if want.get("cnp_priority") is not None:
+        out["CNP_802P_PRIO" + suffix] = want["cnp_priority"]
+    if want.get("dcqcn"):
+        out.update(("%s%s" % (param.upper(), suffix), value) for param, value in want["dcqcn"].items())
+    return out
+
+
 class QosApplyError(Exception):
     """A step failed; ``applied`` lists the steps that did take effect."""
 
@@ -141,6 +157,9 @@ class Port:
             raise QosError("netdev %r is not a netdev of an RDMA device under %s; RDMA netdevs here: %s"
                            % (netdev, root, ", ".join(sorted(n for n, i in netdevs.items() if i.get("rdma_device"))) or "none"))
         self.device, self.port = info["rdma_device"], info["rdma_port"] or 1
+        # the firmware's _P<n> parameters count the card's ports: PCI function n-1 drives port n
+        pci = facts["devices"][self.device].get("pci_address") or ""
+        self.card_port = int(pci.rsplit(".", 1)[1]) + 1 if re.match(r"^.*\.[0-7]$", pci) else self.port
         port = facts["devices"][self.device]["ports"].get(str(self.port)) or {}
         if port.get("link_layer") != "Ethernet":
             raise QosError("netdev %r belongs to %s port %s, whose link layer is %s, not Ethernet"
@@ -332,17 +351,7 @@ class Port:
 
     def _firmware(self, want):
         """What an inbox stack could only change in the firmware (mlxconfig), by the tool's parameter names."""
-        out = {}
-        suffix = "_P%d" % self.port
-        if "ecn" in want:
-            out["ROCE_CC_PRIO_MASK" + suffix] = sum(1 << p for p in set(want["ecn"]))
-        if "cnp_dscp" in want:
-            out["CNP_DSCP" + suffix] = want["cnp_dscp"]
-        if "cnp_priority" in want:
-            out["CNP_802P_PRIO" + suffix] = want["cnp_priority"]
-        if want.get("dcqcn"):
-            out.update(("%s%s" % (param.upper(), suffix), value) for param, value in want["dcqcn"].items())
-        return out
+        return firmware_params(self.card_port, want)
 
     def _pause_step(self, on):
         word = "on" if on else "off"

@@ -36,7 +36,7 @@ GALAXY = yaml.safe_load((REPO_ROOT / "galaxy.yml").read_text(encoding="utf-8"))
 COLLECTION = "%s.%s" % (GALAXY["namespace"], GALAXY["name"])
 # What needs a real (or simulated) host rather than the controller: package installs, and the roce role's QoS
 # tools and network configuration (Molecule covers those on simulated hosts). Preflights and nccl run for real.
-SKIP_TAGS = "ofed_install,ofed_verify,roce_probe,roce_address,roce_configure,roce_persist"
+SKIP_TAGS = "firmware,ofed_install,ofed_verify,roce_probe,roce_address,roce_configure,roce_persist"
 HOST = "awx-node"
 
 
@@ -63,11 +63,13 @@ RUNNER_CASES = [
     ("playbooks/site.yml", "infra", "site.yml"),
 ]
 CASE_IDS = ["%s-from-%s" % (case[0], case[1]) for case in RUNNER_CASES]
+# Playbooks that change no configuration file and have their own tests below.
+ROLLING_CASES = [("playbooks/rolling_reboot.yml", "repo", "playbooks/rolling_reboot.yml")]
 
 
 def test_every_shipped_playbook_has_a_runner_case():
-    """A new playbook under playbooks/ (or at the root) needs its AWX case in RUNNER_CASES."""
-    assert sorted(shipped_playbooks()) == sorted({case[0] for case in RUNNER_CASES})
+    """A new playbook under playbooks/ (or at the root) needs its AWX case in RUNNER_CASES or ROLLING_CASES."""
+    assert sorted(shipped_playbooks()) == sorted({case[0] for case in RUNNER_CASES + ROLLING_CASES})
 
 
 def _default_route_interface():
@@ -227,3 +229,16 @@ def test_awx_job_fails_a_host_without_rdma_devices_with_a_clear_message(job, tmp
     failed = [e for e in run.events if e.get("event") == "runner_on_failed"]
     assert failed and "No RDMA device under %s/class/infiniband on %s" % (empty, HOST) in failed[0]["event_data"]["res"]["msg"]
     assert not (tmp_path / "nccl.conf").exists()
+
+
+@pytest.mark.parametrize("job", ROLLING_CASES, ids=["%s-from-%s" % (c[0], c[1]) for c in ROLLING_CASES], indirect=True)
+def test_awx_rolling_reboot_with_nothing_pending_reboots_nothing(job, tmp_path):
+    """A job template for the rolling reboot: a host whose firmware has nothing pending is read and left alone."""
+    pdd, playbook, _ = job
+    empty = tmp_path / "sys"
+    (empty / "class" / "infiniband").mkdir(parents=True)
+    run = _run(pdd, playbook, "roce", {"rdma_sysfs_root": str(empty), "ansible_become": False})
+    assert run.status == "successful", run.stdout.read()
+    assert _stats(run)["changed"] == 0 and _stats(run)["failures"] == 0
+    started = [e["event_data"].get("task") for e in run.events if e.get("event") == "runner_on_start"]
+    assert "Reboot" not in started

@@ -1,0 +1,74 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2025, hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the firmware role: cards and their desired parameters from facts, reboot reasons, and the RoCE
+settings an inbox stack can only keep in firmware."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils import firmware_select
+from ansible_collections.hpcnet.rdma.plugins.module_utils.roce_qos import firmware_params
+
+__metaclass__ = type
+
+
+def firmware_cards(rdma):
+    """``ansible_facts.rdma`` -> one entry per ConnectX card ``{pci, devices, functions, board_id}``."""
+    return firmware_select.cards((rdma or {}).get("devices"))
+
+
+def firmware_targets(rdma, entries, infos=None, on_error="raise"):
+    """``ansible_facts.rdma`` + ``firmware_mlxconfig`` -> ``[{pci, devices, params, entries}]`` per selected card."""
+    try:
+        return firmware_select.targets((rdma or {}).get("devices"), entries or [], infos or {})
+    except firmware_select.SelectError as exc:
+        if on_error == "return":
+            return {"error": str(exc)}
+        raise AnsibleFilterError(str(exc))
+
+
+def firmware_reboot_reasons(results, rdma):
+    """mlxconfig module results -> ``[{device, pci, parameter, from, to}]`` for every pending parameter."""
+    return firmware_select.reboot_reasons(results, (rdma or {}).get("devices"))
+
+
+def roce_firmware_mlxconfig(rdma, netdevs, ecn=None, cnp_dscp=None, cnp_priority=None, dcqcn=None):
+    """``firmware_mlxconfig`` entries for the RoCE ports among ``netdevs`` whose stack has no OFED ``ecn/`` tree
+    (inbox kernels): ECN priorities, CNP DSCP / priority and DCQCN parameters as ``_P<n>`` firmware parameters."""
+    want = {"ecn": ecn, "cnp_dscp": cnp_dscp, "cnp_priority": cnp_priority, "dcqcn": dcqcn or None}
+    out = []
+    facts_netdevs = (rdma or {}).get("netdevs") or {}
+    devices = (rdma or {}).get("devices") or {}
+    for netdev in netdevs or []:
+        info = facts_netdevs.get(netdev) or {}
+        device = info.get("rdma_device")
+        if not device or info.get("ecn") is not None:
+            continue
+        pci = (devices.get(device) or {}).get("pci_address") or ""
+        card_port = int(pci.rsplit(".", 1)[1]) + 1 if pci[-2:-1] == "." else (info.get("rdma_port") or 1)
+        params = firmware_params(card_port, want)
+        if params:
+            out.append({"devices": [device], "params": params})
+    return out
+
+
+def firmware_after_reboot(before, results):
+    """rdma_reboot_reasons recorded before a reboot + fresh mlxconfig reads -> ``{current: [...], not_applied: [...]}``."""
+    return firmware_select.after_reboot(before, results)
+
+
+def rdma_ports(rdma, state=None, lines=False):
+    """``ansible_facts.rdma`` -> sorted ``dev:port`` (only those in ``state`` when given), or with ``lines`` the
+    ``dev:port STATE/phys_state link_layer`` text of every port."""
+    return firmware_select.port_lines(rdma) if lines else firmware_select.ports(rdma, state)
+
+
+class FilterModule:
+    """hpcnet.rdma firmware filters."""
+
+    def filters(self):
+        return {"firmware_cards": firmware_cards, "firmware_targets": firmware_targets,
+                "firmware_reboot_reasons": firmware_reboot_reasons, "roce_firmware_mlxconfig": roce_firmware_mlxconfig,
+                "firmware_after_reboot": firmware_after_reboot, "rdma_ports": rdma_ports}
