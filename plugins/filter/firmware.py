@@ -30,7 +30,7 @@ def firmware_targets(rdma, entries, infos=None, on_error="raise"):
 
 
 def firmware_reboot_reasons(results, rdma):
-    """mlxconfig module results -> ``[{device, pci, parameter, from, to}]`` for every pending parameter."""
+    """mlxconfig module results -> ``[{device, pci, card, parameter, from, to}]`` for every pending parameter."""
     return firmware_select.reboot_reasons(results, (rdma or {}).get("devices"))
 
 

@@ -121,21 +121,22 @@ def unmatched(devices, entries, infos=None):
 
 
 def reboot_reasons(results, devices):
-    """``rdma_reboot_reasons`` from mlxconfig module results: ``[{device, pci, parameter, from, to}]``; the device is
-    the RDMA device of the port a ``_P<N>`` parameter belongs to, else the card's first device."""
+    """``rdma_reboot_reasons`` from mlxconfig module results: ``[{device, pci, card, parameter, from, to}]``; device
+    and pci are the RDMA device and PCI function of the port a ``_P<N>`` parameter belongs to, else the card's first;
+    card is the card's PCI address (its function 0, which the tool was called with)."""
     by_pci = dict((card["pci"], card) for card in cards(devices))
     out = []
     for result in results or []:
         pci = result.get("device")
         card = by_pci.get(pci) or {"devices": [], "functions": {}}
         for name, value in sorted((result.get("pending") or {}).items()):
-            device = card["devices"][0] if card["devices"] else pci
+            device, fn_pci = (card["devices"][0] if card["devices"] else pci), pci
             port = _PORT_SUFFIX.search(name)
-            if port:
-                fn_pci = "%s.%d" % (pci.rsplit(".", 1)[0], int(port.group(1)) - 1)
-                device = card["functions"].get(fn_pci, device)
+            port_pci = "%s.%d" % (pci.rsplit(".", 1)[0], int(port.group(1)) - 1) if port else None
+            if port_pci in card["functions"]:
+                device, fn_pci = card["functions"][port_pci], port_pci
             printed = value.get("printed") or {}
-            out.append({"device": device, "pci": pci, "parameter": name,
+            out.append({"device": device, "pci": fn_pci, "card": pci, "parameter": name,
                         "from": printed.get("current", value.get("current")),
                         "to": printed.get("next_boot", value.get("next_boot"))})
     return out
@@ -147,7 +148,7 @@ def after_reboot(before, results):
     by_pci = dict((result.get("device"), result) for result in results or [] if result.get("device"))
     current, not_applied = [], []
     for reason in before or []:
-        result = by_pci.get(reason["pci"])
+        result = by_pci.get(reason.get("card", reason["pci"]))
         row = ((result or {}).get("config") or {}).get(reason["parameter"])
         want = normalize(str(reason["to"]))
         if row is None:

@@ -73,12 +73,15 @@ def test_reboot_reasons_name_the_port_device():
         "SRIOV_EN": {"current": 0, "next_boot": 1, "printed": {"current": "False(0)", "next_boot": "True(1)"}}}},
         {"device": "0000:8c:00.0", "pending": {}}]
     assert fs.reboot_reasons(results, DEVICES) == [
-        {"device": "mlx5_1", "pci": "0000:0c:00.0", "parameter": "LINK_TYPE_P2", "from": "ETH(2)", "to": "IB(1)"},
-        {"device": "mlx5_0", "pci": "0000:0c:00.0", "parameter": "SRIOV_EN", "from": "False(0)", "to": "True(1)"}]
+        {"device": "mlx5_1", "pci": "0000:0c:00.1", "card": "0000:0c:00.0", "parameter": "LINK_TYPE_P2",
+         "from": "ETH(2)", "to": "IB(1)"},
+        {"device": "mlx5_0", "pci": "0000:0c:00.0", "card": "0000:0c:00.0", "parameter": "SRIOV_EN",
+         "from": "False(0)", "to": "True(1)"}]
 
 
 def test_after_reboot():
-    before = [{"device": "mlx5_1", "pci": "0000:0c:00.0", "parameter": "LINK_TYPE_P2", "from": "ETH(2)", "to": "IB(1)"},
+    before = [{"device": "mlx5_1", "pci": "0000:0c:00.1", "card": "0000:0c:00.0", "parameter": "LINK_TYPE_P2",
+               "from": "ETH(2)", "to": "IB(1)"},
               {"device": "mlx5_0", "pci": "0000:0c:00.0", "parameter": "NUM_OF_VFS", "from": "0", "to": "8"}]
     good = [{"device": "0000:0c:00.0", "config": {"LINK_TYPE_P2": {"current": 1, "next_boot": 1},
                                                   "NUM_OF_VFS": {"current": 8, "next_boot": 8}}}]
