@@ -272,6 +272,21 @@ def symbol_number(row, conf, value):
     return value
 
 
+def printed(row, conf, value):
+    """How the tool would print ``value`` (a number, or a symbol it does not know the number of) in ``row``:
+    ``SYMBOL(n)`` when the row's values or the show_confs listing name n, else the bare value."""
+    if not isinstance(value, int):
+        return str(value)
+    for raw in (row.get("default"), row.get("current"), row.get("next_boot")):
+        symbol, number = split_value(raw)
+        if number == value and symbol is not None:
+            return "%s(%d)" % (symbol, value)
+    for symbol, number in ((conf or {}).get("symbols") or {}).items():
+        if number == value:
+            return "%s(%d)" % (symbol, value)
+    return str(value)
+
+
 def _as_data(want):
     if isinstance(want, bool):
         return int(want)
@@ -390,6 +405,9 @@ def configure(make_device, device, params, reset, sysfs_root, check_mode):
         errors = check_values(query, confs, dict((n, params[n]) for n in steps["changes"] if n in params))
         if errors:
             raise MlxconfigError("; ".join(errors))
+    for name, change in steps["changes"].items():
+        # a symbol becomes its number (IB -> 1), as config shows values
+        change["after"] = symbol_number(query["params"][name], confs.get(re.sub(r"\[\d+\]$", "", name)), change["after"])
     before = config_of(query)
     commands = dev.command(steps)
     if commands and not check_mode:
@@ -403,14 +421,7 @@ def configure(make_device, device, params, reset, sysfs_root, check_mode):
         # check mode (or nothing to do): the query as it would read after the plan
         for name, change in steps["changes"].items():
             row = query["params"][name]
-            number = symbol_number(row, confs.get(re.sub(r"\[\d+\]$", "", name)), change["after"])
-            symbol = change["after"] if isinstance(change["after"], str) else None
-            if symbol is None and name in params and isinstance(params[name], str) and not _INT_RE.match(params[name]):
-                symbol = params[name]
-            if symbol is None and name not in params:
-                symbol = split_value(row["default"])[0]
-            row["next_boot"] = ("%s(%d)" % (symbol, number) if symbol is not None and isinstance(number, int)
-                                else str(number))
+            row["next_boot"] = printed(row, confs.get(re.sub(r"\[\d+\]$", "", name)), change["after"])
     after = config_of(query)
     pending = dict((name, {"current": after[name]["current"], "next_boot": after[name]["next_boot"],
                            "printed": {"current": row["current"], "next_boot": row["next_boot"]}})

@@ -1,0 +1,139 @@
+"""The hpcnet.rdma.mlxconfig module against the simulated host's stateful mstconfig / mlxconfig and its tree.
+
+Each test builds a simulated host (tests/simhost) in a temp dir, with its firmware NV state in a temp "disk"
+(SIMHOST_PERSIST_DIR), and puts the simulated tool first on PATH. A reboot is a second build_tree.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.hpcnet.rdma.plugins.modules import mlxconfig
+from simhost import profile, tree  # tests/simhost, on sys.path via tests/unit/conftest.py
+
+SIM_BIN = Path(__file__).resolve().parents[3] / "simhost" / "bin"
+VPI = "cx7_vpi_2p"
+
+
+class ExitJson(Exception):
+    pass
+
+
+class FailJson(Exception):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _exits(monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: (_ for _ in ()).throw(ExitJson(kw)))
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", lambda self, msg, **kw: (_ for _ in ()).throw(FailJson(dict(kw, msg=msg))))
+
+
+@pytest.fixture(name="host")
+def _host(monkeypatch, tmp_path):
+    root = tmp_path / "sys"
+    monkeypatch.setenv("SIMHOST_PERSIST_DIR", str(tmp_path / "disk"))
+    monkeypatch.setenv("SIMHOST_SYSFS_ROOT", str(root))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "mstconfig").symlink_to(SIM_BIN / "mstconfig")
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ.get("PATH", "")))
+
+    def boot(name=VPI):
+        tree.build_tree(profile.load(name), root, host_index=1)
+        return root
+    boot()
+    return boot
+
+
+def _run(root, check=False, **args):
+    args = dict({"sysfs_root": str(root), "tool": "mstconfig"}, **args)
+    if check:
+        args["_ansible_check_mode"] = True
+    with patch_module_args(args):
+        with pytest.raises((ExitJson, FailJson)) as info:
+            mlxconfig.main()
+    return info.value.args[0], isinstance(info.value, FailJson)
+
+
+def test_read_only_reports_what_the_card_has_pending(host):
+    root = host()
+    result, failed = _run(root, device="mlx5_1")
+    assert not failed and not result["changed"] and result["commands"] == []
+    assert result["device"] == "0000:0c:00.1" and result["tool"] == "mstconfig"
+    assert result["device_info"]["name"] == "MCX755106AS-HEAT_Ax"
+    assert result["config"]["LINK_TYPE_P2"] == {"default": 1, "current": 2, "next_boot": 2}
+    assert result["pending"] == {} and result["reboot_required"] is False
+
+
+def test_check_mode_shows_the_plan_and_changes_nothing(host):
+    root = host()
+    result, failed = _run(root, check=True, device="mlx5_1", params={"LINK_TYPE_P2": "IB", "SRIOV_EN": True, "NUM_OF_VFS": 4})
+    assert not failed and result["changed"]
+    assert result["commands"] == [["mstconfig", "-y", "-d", "0000:0c:00.1", "set", "LINK_TYPE_P2=IB", "NUM_OF_VFS=4",
+                                   "SRIOV_EN=True"]]
+    assert result["pending"]["LINK_TYPE_P2"] == {"current": 2, "next_boot": 1,
+                                                 "printed": {"current": "ETH(2)", "next_boot": "IB(1)"}}
+    assert result["pending"]["SRIOV_EN"]["printed"] == {"current": "False(0)", "next_boot": "True(1)"}
+    assert result["reboot_required"] is True
+    assert result["diff"] == {"before": {"LINK_TYPE_P2": 2, "NUM_OF_VFS": 0, "SRIOV_EN": 0},
+                              "after": {"LINK_TYPE_P2": 1, "NUM_OF_VFS": 4, "SRIOV_EN": 1}}
+    again, _ = _run(root, device="mlx5_1")
+    assert again["config"]["LINK_TYPE_P2"]["next_boot"] == 2, "check mode wrote the firmware"
+
+
+def test_set_then_second_run_changes_nothing_before_the_reboot(host):
+    root = host()
+    params = {"LINK_TYPE_P2": "IB", "ATS_ENABLED": False}
+    first, failed = _run(root, device="0000:0c:00.0", params=params)
+    assert not failed and first["changed"] and first["reboot_required"]
+    assert first["pending"] == {"LINK_TYPE_P2": {"current": 2, "next_boot": 1,
+                                                 "printed": {"current": "ETH(2)", "next_boot": "IB(1)"}}}
+    second, _ = _run(root, device="mlx5_1", params=params)
+    assert not second["changed"] and second["commands"] == [] and second["reboot_required"]
+
+
+def test_the_reboot_makes_next_boot_current_and_flips_the_port(host):
+    root = host()
+    _run(root, device="mlx5_1", params={"LINK_TYPE_P2": "IB"})
+    assert (root / "class/infiniband/mlx5_1/ports/1/link_layer").read_text().strip() == "Ethernet"
+    root = host()  # reboot
+    after, _ = _run(root, device="mlx5_1", params={"LINK_TYPE_P2": "IB"})
+    assert not after["changed"] and after["pending"] == {} and after["reboot_required"] is False
+    assert after["config"]["LINK_TYPE_P2"] == {"default": 1, "current": 1, "next_boot": 1}
+    assert (root / "class/infiniband/mlx5_1/ports/1/link_layer").read_text().strip() == "InfiniBand"
+
+
+def test_reset_restores_the_defaults(host):
+    root = host()
+    result, failed = _run(root, device="mlx5_0", reset=True)
+    assert not failed and result["changed"]
+    assert result["commands"] == [["mstconfig", "-y", "-d", "0000:0c:00.0", "reset"]]
+    assert result["pending"]["LINK_TYPE_P2"]["printed"] == {"current": "ETH(2)", "next_boot": "IB(1)"}
+    again, _ = _run(root, device="mlx5_0", reset=True)
+    assert not again["changed"]
+
+
+@pytest.mark.parametrize("args,fragment", [
+    ({"device": "mlx5_1", "params": {"LINK_TYPE_P2": "FOO"}}, "LINK_TYPE_P2=FOO is not a value the device accepts; allowed: "),
+    ({"device": "mlx5_1", "params": {"NUM_OF_VFS": "lots"}}, "NUM_OF_VFS takes a number, got lots"),
+    ({"device": "mlx5_1", "params": {"NO_SUCH_P1": 1}}, "The Device doesn't support NO_SUCH_P1 parameter"),
+    ({"device": "mlx5_1", "params": {"NUM_OF_VFS": 9999}}, "NUM_OF_VFS"),
+    ({"device": "mlx5_1", "params": {"link_type_p2": "IB"}}, "'link_type_p2' is not an mlxconfig parameter name"),
+    ({"device": "mlx5_7"}, "'mlx5_7' is neither a PCI address (0000:0c:00.0) nor an RDMA device under"),
+    ({"device": "0000:99:00.0"}, "Failed to open the device"),
+    ({"device": "mlx5_1", "tool": "mlxconfig"}, "mlxconfig is not installed (NVIDIA MFT)"),
+])
+def test_errors_name_the_parameter_and_write_nothing(host, args, fragment):
+    root = host()
+    disk = Path(os.environ["SIMHOST_PERSIST_DIR"])
+    before = sorted((p, p.read_bytes()) for p in disk.rglob("*") if p.is_file())
+    result, failed = _run(root, **args)
+    assert failed and not result["changed"]
+    assert fragment in result["msg"], result["msg"]
+    assert sorted((p, p.read_bytes()) for p in disk.rglob("*") if p.is_file()) == before
