@@ -1,4 +1,5 @@
-"""Command line: ``python3 -m simhost build --profile NAME|PATH --root DIR [--host-index N]``."""
+"""Command line: ``python3 -m simhost build --profile NAME|PATH --root DIR [--host-index N]``, ``check``, ``list``,
+``watch``, ``cable unplug|plug --device DEV --port N [--root DIR]``."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import json
 import sys
 from pathlib import Path
 
+from .firmware import set_cable
 from .profile import ProfileError, expand, list_profiles, load
 from .kernelfs import settle, watch
+from .sysfs import DEFAULT_ROOT, persist_dir
 from .tree import build_tree
 
 
@@ -26,9 +29,17 @@ def main(argv=None) -> int:
     w = sub.add_parser("watch", help="keep kernel attribute files (configfs rdma_cm, traffic_class, ecn) settled")
     w.add_argument("--root", required=True)
     w.add_argument("--once", action="store_true", help="settle once and exit")
+    cab = sub.add_parser("cable", help="unplug or plug the cable of a port (persists across boots, applied at once)")
+    cab.add_argument("action", choices=["unplug", "plug"])
+    cab.add_argument("--device", required=True, help="RDMA device, e.g. mlx5_1")
+    cab.add_argument("--port", type=int, default=1, help="port number (default 1)")
+    cab.add_argument("--root", default=DEFAULT_ROOT, help=f"the running tree (default {DEFAULT_ROOT})")
     args = parser.parse_args(argv)
     try:
-        if args.cmd == "list":
+        if args.cmd == "cable":
+            msg = set_cable(Path(args.root), args.device, args.port, args.action == "plug")
+            print(f"simhost: {msg} (kept in {persist_dir() / 'cables.json'}; the next boot keeps it)")
+        elif args.cmd == "list":
             print("\n".join(list_profiles()))
         elif args.cmd == "watch":
             if args.once:

@@ -35,23 +35,18 @@ import shutil
 import time
 from pathlib import Path
 
-from . import sysfs
+from . import firmware, sysfs
 
 ROCE_V1, ROCE_V2 = "IB/RoCE v1", "RoCE v2"
 LOG = "kernelfs.log"
 
-# MLNX_OFED en_sysfs.c attribute files, with the firmware NV defaults (mlxconfig -e q "Default" column of
-# tests/fixtures/real/rdma-outputs/mlxconfig-query-01.txt: RPG_*/CLAMP_*/DCE_*/CNP_* of port 1).
-ECN_RP_DEFAULTS = {
-    "clamp_tgt_rate": 0, "clamp_tgt_rate_after_time_inc": 1, "rpg_time_reset": 300, "rpg_byte_reset": 32767,
-    "rpg_threshold": 1, "rpg_max_rate": 0, "rpg_ai_rate": 5, "rpg_hai_rate": 50, "rpg_gd": 11,
-    "rpg_min_dec_fac": 50, "rpg_min_rate": 1, "rate_to_set_on_first_cnp": 0, "dce_tcp_g": 1019,
-    "dce_tcp_rtt": 1, "rate_reduce_monitor_period": 4, "initial_alpha_value": 1023,
-}
-ECN_NP_DEFAULTS = {"min_time_between_cnps": 4, "cnp_dscp": 48, "cnp_802p_prio": 6}
-# ECN on for every priority at both points: ROCE_CC_PRIO_MASK_P1 255 (mlxconfig-query-01) and
-# rdma-outputs/ecn-sysfs-01.txt (all 16 enable files read 1 on an untouched MLNX_OFED host)
-ECN_ENABLE_DEFAULT = 1
+# MLNX_OFED en_sysfs.c attribute files. Their boot values are the card's firmware Current (simhost.firmware:
+# ROCE_CC_PRIO_MASK_P<n> bit prio -> enable/<prio> at np and rp, CNP_DSCP_P<n> -> roce_np/cnp_dscp, RPG_AI_RATE_P<n> ->
+# roce_rp/rpg_ai_rate, ...), whose factory defaults are the Default column of
+# tests/fixtures/real/rdma-outputs/mlxconfig-query-01.txt (mask 255 = ECN on all 8 priorities, as all 16 enable files
+# read 1 in rdma-outputs/ecn-sysfs-01.txt on an untouched MLNX_OFED host; cnp_dscp 48, cnp_802p_prio 6, ...).
+ECN_NP_PARAMS = firmware.ECN_NP_NAMES
+ECN_RP_PARAMS = firmware.ECN_RP_NAMES
 
 
 def _w(path: Path, text: str) -> None:
@@ -89,9 +84,11 @@ def _raw(path: Path) -> str | None:
 
 # ------------------------------------------------------------------------------------------ boot files
 def write_boot_files(root: Path, exp: dict) -> None:
-    """Called by build_tree: the MLNX_OFED-only ecn/ and tc/ trees, at their boot values."""
+    """Called by build_tree (after the firmware boot state): the MLNX_OFED-only ecn/ and tc/ trees, at their boot
+    values (ecn/: the card's firmware Current, see firmware.ecn_boot_values)."""
     if (exp.get("stack") or {}).get("provider") not in ("mlnx_ofed", "doca"):
         return
+    ecn_values = firmware.ecn_boot_values(root, exp)
     for dev in exp["devices"]:
         for port in dev["ports"]:
             # mlx5_ib init_tc_sysfs: tc/<port>/traffic_class, initial value -1 -> reads empty
@@ -99,16 +96,14 @@ def write_boot_files(root: Path, exp: dict) -> None:
             if port["link_layer"] != "Ethernet":
                 continue
             ecn = root / "class/net" / port["netdev"] / "ecn"
-            for point, params in (("roce_np", ECN_NP_DEFAULTS), ("roce_rp", ECN_RP_DEFAULTS)):
-                for prio in range(8):
-                    _w(ecn / point / "enable" / str(prio), "%d\n" % ECN_ENABLE_DEFAULT)
-                for name, value in params.items():
-                    _w(ecn / point / name, "%d\n" % value)
+            for rel, value in ecn_values[port["netdev"]].items():
+                _w(ecn / rel, "%d\n" % value)
 
 
 # ---------------------------------------------------------------------------------------- ecn (%d\n)
 def _settle_ecn(root: Path) -> None:
     state = _state(root, "ecn.json")          # last accepted value of each file, to restore a refused write
+    boot_values = None                        # else its boot value (firmware Current), computed when needed
     changed = False
     for netdev in sysfs.ls(root / "class/net"):
         ecn = root / "class/net" / netdev / "ecn"
@@ -125,10 +120,9 @@ def _settle_ecn(root: Path) -> None:
                 m = re.match(r"^\s*(-?\d+)", raw)          # the store functions sscanf("%d")
                 if m is None:
                     _log(root, "%s: write %r refused (EINVAL); file restored" % (key, raw))
-                    if path.parent.name == "enable":
-                        default = ECN_ENABLE_DEFAULT
-                    else:
-                        default = {**ECN_NP_DEFAULTS, **ECN_RP_DEFAULTS}.get(path.name, 0)
+                    if key not in state and boot_values is None:
+                        boot_values = firmware.ecn_boot_values(root)
+                    default = (boot_values or {}).get(netdev, {}).get(str(path.relative_to(ecn)), 0)
                     _w(path, "%d\n" % state.get(key, default))
                     continue
                 value = int(m.group(1))

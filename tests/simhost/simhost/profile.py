@@ -14,6 +14,8 @@ import json
 import re
 from pathlib import Path
 
+from . import firmware as fw
+
 PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
 
 PROVIDERS = ("inbox", "mlnx_ofed", "doca", "none")
@@ -108,11 +110,21 @@ def _int_or_hex(d: dict, key: str, where: str, default=None, lo=0, hi=None):
 
 
 KNOWN_TOP = {"name", "description", "stack", "kernel_modules", "guid_seed", "lid_host_stride", "ipv4_host_stride",
-             "device_defaults", "port_defaults", "devices", "oob_netdevs", "host_index", "real_netdevs"}
+             "device_defaults", "port_defaults", "devices", "oob_netdevs", "host_index", "real_netdevs",
+             "mstflint_layout"}
 KNOWN_DEV = {"name", "pci", "pci_device_id", "hca_type", "fw_ver", "board_id", "hw_rev", "part_number", "description",
-             "node_guid", "sys_image_guid", "node_desc", "numa_node", "ports", "pcie"}
+             "node_guid", "sys_image_guid", "node_desc", "numa_node", "ports", "pcie", "vpi", "firmware"}
 KNOWN_PORT = {"port", "link_layer", "state", "phys_state", "rate", "lid", "sm_lid", "sm_sl", "lmc", "cap_mask", "netdev",
-              "mtu", "ipv4", "ipv6", "gids", "gid_tbl_len", "pkey_tbl_len", "mac", "counters", "hw_counters"}
+              "mtu", "ipv4", "ipv6", "gids", "gid_tbl_len", "pkey_tbl_len", "mac", "counters", "hw_counters", "ib", "eth"}
+# a port of a VPI card: the values of each link layer (the firmware's LINK_TYPE_P<n> picks one at boot)
+VPI_IB_FIELDS = {"state", "phys_state", "rate", "lid", "sm_lid", "sm_sl", "lmc", "cap_mask", "netdev", "mtu", "gids",
+                 "gid_tbl_len", "pkey_tbl_len", "counters", "hw_counters"}
+VPI_ETH_FIELDS = {"state", "phys_state", "rate", "cap_mask", "netdev", "mtu", "ipv4", "ipv6", "mac", "gids",
+                  "gid_tbl_len", "pkey_tbl_len", "counters", "hw_counters"}
+# column layout of the simulated mstconfig: "current" (20-wide fields, headers over the values, as newer mstflint and
+# the captures qos-firmware/mstconfig-set-01, rdma-outputs/mlxconfig-query-01) or "legacy16" (16-wide fields, values at
+# column 45: mstflint <= 4.21, e.g. Debian 12's package; captures qos-firmware/mstconfig-query-01, mstconfig-set-02)
+MSTFLINT_LAYOUTS = ("current", "legacy16")
 
 
 def _unknown(d: dict, known: set, where: str) -> None:
@@ -176,8 +188,208 @@ def _bump_ipv4(iface: str, offset: int, where: str) -> str:
     return f"{addr}/{net.network.prefixlen}"
 
 
-def expand(profile: dict, host_index: int | None = None) -> dict:  # noqa: C901  (one linear validation pass)
-    """Validate ``profile`` and resolve it for host number ``host_index`` (default: profile's host_index or 0)."""
+def _down_rate(link_layer: str) -> str:
+    """What the kernel's rate file shows for a port whose link is not up (the width/speed mlx5 reports then)."""
+    return "10 Gb/sec (4X SDR)" if link_layer == "InfiniBand" else "40 Gb/sec (4X QDR)"
+
+
+def _fw_value(param, value, where: str):
+    """A profile's firmware value as the tool would take it on its command line (``ETH``, ``True``, 2, ...)."""
+    if param.array and isinstance(value, list):
+        if len(value) != param.array:
+            raise _err(where, f"an array of {param.array} values, got {len(value)}")
+        return [_fw_value(param, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        raise _err(where, f"{value} is negative; firmware values are 0 or more")
+    if not isinstance(value, (str, int)):
+        raise _err(where, f"must be a symbol (IB, ETH, True, ...) or a number, got {type(value).__name__} {value!r}")
+    try:
+        number = fw.parse_value(param, value)[0]
+    except fw.FwError as exc:
+        raise _err(where, f"{value!r}: {exc} (what mlxconfig answers to it)") from None
+    return [number] * param.array if param.array else number
+
+
+def _resolve_port(ctx: dict, p: dict, pi: int, num: int, where_of, register: bool) -> dict:  # noqa: C901
+    """One port of a device with link layer p["link_layer"] (a port of a VPI card: once per link layer).
+    ``where_of(field)`` names where a field came from (``devices[0].ports[1]`` or ``...ports[1].eth``); ``register``
+    counts the netdev name as taken (only the link layer the port boots with)."""
+    host_index, pci, fn, seen_netdev = ctx["host_index"], ctx["pci"], ctx["fn"], ctx["seen_netdev"]
+    node_guid, mac_base = ctx["node_guid"], ctx["mac_base"]
+    ll = _get(p, "link_layer", where_of("link_layer"), str, required=True, choices=LINK_LAYERS)
+    state = _get(p, "state", where_of("state"), str, default="ACTIVE", choices=tuple(PORT_STATES))
+    phys = _get(p, "phys_state", where_of("phys_state"), str, default="LinkUp" if state == "ACTIVE" else "Polling",
+                choices=tuple(PHYS_STATES))
+    if state == "ACTIVE" and phys != "LinkUp":
+        raise _err(f"{where_of('phys_state')}.phys_state", f"an ACTIVE port must be LinkUp, got {phys}")
+    rate = _get(p, "rate", where_of("rate"), str, default=_down_rate(ll) if phys != "LinkUp" else "400 Gb/sec (4X NDR)")
+    if not RATE_RE.match(rate):
+        raise _err(f"{where_of('rate')}.rate", f"{rate!r} is not a kernel rate string like '400 Gb/sec (4X NDR)'")
+    is_ib = ll == "InfiniBand"
+    up = state == "ACTIVE"
+    lid = _int_or_hex(p, "lid", where_of("lid"), default=0, hi=0xBFFF) if is_ib else 0
+    sm_lid = _int_or_hex(p, "sm_lid", where_of("sm_lid"), default=0, hi=0xBFFF) if is_ib else 0
+    if is_ib and up and (not lid or not sm_lid):
+        raise _err(f"{where_of('lid')}.lid", "an ACTIVE InfiniBand port needs a non-zero lid and sm_lid")
+    if is_ib and lid:
+        lid += host_index * ctx["lid_stride"]
+        if lid > 0xBFFF:
+            raise _err(f"{where_of('lid')}.lid", f"lid + host offset {lid:#x} leaves the unicast LID range")
+    # mlx5 has one port per PCI function: the physical port index (phys_port_name p<N>) is the function number
+    netdev = p.get("netdev") or _pci_netdev_name(pci, fn + num - 1, ll, ctx["multi_function"])
+    if not NAME_RE.match(netdev) or (register and netdev in seen_netdev):
+        raise _err(f"{where_of('netdev')}.netdev", f"{netdev!r} is not a valid, unique interface name (max 15 chars)")
+    if register:
+        seen_netdev.add(netdev)
+    mac = p.get("mac") or ":".join(mac_base[i:i + 2] for i in range(0, 12, 2))
+    if not re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", mac):
+        raise _err(f"{where_of('mac')}.mac", f"{mac!r} is not a lowercase MAC address")
+    if pi and not p.get("mac"):
+        mac = mac[:-2] + f"{(int(mac[-2:], 16) + pi) & 0xFF:02x}"
+    port_guid = node_guid if pi == 0 else f"{int(node_guid, 16) + pi:016x}"
+    mtu = _int_or_hex(p, "mtu", where_of("mtu"), default=(2044 if is_ib else 9000), lo=68, hi=65520)
+    ipv4 = p.get("ipv4")
+    if ipv4 is not None:
+        ipv4 = _bump_ipv4(str(ipv4), host_index * ctx["ip_stride"], f"{where_of('ipv4')}.ipv4")
+    ipv6 = p.get("ipv6")
+    if ipv6 is not None:
+        try:
+            ipv6 = str(ipaddress.IPv6Interface(ipv6).ip + host_index)
+        except ValueError:
+            raise _err(f"{where_of('ipv6')}.ipv6", f"{ipv6!r} is not an IPv6 address") from None
+    cap_mask = _int_or_hex(p, "cap_mask", where_of("cap_mask"), default=(0xA751E848 if is_ib else 0x00010000),
+                           hi=0xFFFFFFFF)
+    gid_tbl_len = _int_or_hex(p, "gid_tbl_len", where_of("gid_tbl_len"), default=(8 if is_ib else 256), lo=1, hi=1024)
+    pkey_tbl_len = _int_or_hex(p, "pkey_tbl_len", where_of("pkey_tbl_len"), default=(128 if is_ib else 1), lo=1,
+                               hi=1024)
+    if is_ib:
+        default_gids = [{"index": 0, "source": "ib_default", "type": "IB/RoCE v1"}]
+    else:
+        default_gids = [{"index": 0, "source": "link_local", "type": "IB/RoCE v1"},
+                        {"index": 1, "source": "link_local", "type": "RoCE v2"}]
+        if ipv4:
+            default_gids += [{"index": 2, "source": "ipv4", "type": "IB/RoCE v1"},
+                             {"index": 3, "source": "ipv4", "type": "RoCE v2"}]
+    gwhere_base = where_of("gids")
+    gids_in = _get(p, "gids", gwhere_base, list, default=default_gids)
+    gids = {}
+    for gi, g in enumerate(gids_in):
+        gwhere = f"{gwhere_base}.gids[{gi}]"
+        if not isinstance(g, dict):
+            raise _err(gwhere, "must be a mapping {index, source, type}")
+        _unknown(g, {"index", "source", "type", "address"}, gwhere)
+        idx = _int_or_hex(g, "index", gwhere, lo=0, hi=gid_tbl_len - 1)
+        if idx is None or idx in gids:
+            raise _err(f"{gwhere}.index", f"missing or duplicate GID index {idx!r}")
+        src = _get(g, "source", gwhere, str, required=True, choices=GID_SOURCES)
+        gtype = _get(g, "type", gwhere, str, default="IB/RoCE v1", choices=GID_TYPES)
+        if is_ib and (src != "ib_default" or gtype != "IB/RoCE v1"):
+            raise _err(gwhere, "an InfiniBand port only has ib_default GIDs of type IB/RoCE v1")
+        if not is_ib and src == "ib_default":
+            raise _err(f"{gwhere}.source", "ib_default is for InfiniBand ports; use link_local/ipv4/ipv6")
+        if src == "ib_default":
+            text = "fe80:0000:0000:0000:" + ":".join(port_guid[i:i + 4] for i in range(0, 16, 4))
+        elif src == "link_local":
+            text = _mac_to_link_local(mac)
+        elif src == "ipv4":
+            if not ipv4:
+                raise _err(f"{gwhere}.source", "source ipv4 needs the port's ipv4 field")
+            text = gid_from_ipv6("::ffff:" + ipv4.split("/", 1)[0])
+        else:
+            addr = g.get("address") or ipv6
+            if not addr:
+                raise _err(f"{gwhere}.address", "source ipv6 needs an address (or the port's ipv6 field)")
+            text = gid_from_ipv6(str(addr))
+        gids[idx] = {"gid": text, "type": gtype, "ndev": None if is_ib else netdev}
+    counters = _get(p, "counters", where_of("counters"), dict, default={})
+    hw_counters = _get(p, "hw_counters", where_of("hw_counters"), dict, default={})
+    for cname, cval in list(counters.items()) + list(hw_counters.items()):
+        if isinstance(cval, bool) or not isinstance(cval, int) or cval < 0:
+            raise _err(f"{where_of('counters')}.counters.{cname}", f"must be a non-negative integer, got {cval!r}")
+    return {
+        "port": num, "link_layer": ll, "state": state, "phys_state": phys, "rate": rate,
+        "lid": lid, "sm_lid": sm_lid, "sm_sl": _int_or_hex(p, "sm_sl", where_of("sm_sl"), default=0, hi=15),
+        "lmc": _int_or_hex(p, "lmc", where_of("lmc"), default=0, hi=7), "cap_mask": cap_mask,
+        "netdev": netdev, "mac": mac, "mtu": mtu, "ipv4": ipv4, "ipv6": ipv6, "port_guid": port_guid,
+        "gid_tbl_len": gid_tbl_len, "pkey_tbl_len": pkey_tbl_len, "gids": gids,
+        "counters": counters, "hw_counters": hw_counters,
+    }
+
+
+def _cards(devices_in: list, dev_defaults: dict, top: str) -> dict:
+    """The cards (PCI functions of one bus:device) of the profile: ``{slot: {functions, vpi, firmware,
+    link_layers}}``; validates the card-level fields (``vpi``, ``firmware``) and names the field in errors."""
+    cards: dict = {}
+    for di, dev_in in enumerate(devices_in):
+        if not isinstance(dev_in, dict) or not isinstance(dev_in.get("pci"), str):
+            continue
+        pci = dev_in["pci"].lower()
+        match = PCI_RE.match(pci)
+        if not match:
+            continue
+        card = cards.setdefault(pci.rsplit(".", 1)[0], {"functions": [], "vpi": None, "fw_in": []})
+        ports = {**dev_defaults, **dev_in}.get("ports")
+        card["functions"].append((int(match.group(4)), di, pci, len(ports) if isinstance(ports, list) else 0))
+        where = f"{top}.devices[{di}]"
+        vpi = _get({**dev_defaults, **dev_in}, "vpi", where, bool, default=False)
+        if card["vpi"] is None:
+            card["vpi"], card["vpi_from"] = vpi, di
+        elif card["vpi"] != vpi:
+            raise _err(f"{where}.vpi", f"{vpi} differs from devices[{card['vpi_from']}] of the same card "
+                       f"{pci.rsplit('.', 1)[0]} (a card is VPI or not)")
+        if "firmware" in dev_in:
+            card["fw_in"].append((di, dev_in["firmware"]))
+    for slot, card in cards.items():
+        card["functions"].sort()
+        nports = sum(f[3] for f in card["functions"])
+        names = {name: param for name, param, _port in fw.param_table(nports, card["vpi"])}
+        merged: dict = {"defaults": {}, "next_boot": {}, "max_vfs": None}
+        origin: dict = {}
+        for di, fw_in in card["fw_in"]:
+            where = f"{top}.devices[{di}].firmware"
+            if not isinstance(fw_in, dict):
+                raise _err(where, "must be a mapping {defaults, next_boot, max_vfs}")
+            _unknown(fw_in, {"defaults", "next_boot", "max_vfs"}, where)
+            if "max_vfs" in fw_in:
+                max_vfs = _int_or_hex(fw_in, "max_vfs", where, hi=0xFFFF)
+                if merged["max_vfs"] not in (None, max_vfs):
+                    raise _err(f"{where}.max_vfs", f"differs from devices[{origin['max_vfs']}] of the same card {slot}")
+                merged["max_vfs"], origin["max_vfs"] = max_vfs, di
+            for section in ("defaults", "next_boot"):
+                for name, value in _get(fw_in, section, where, dict, default={}).items():
+                    vwhere = f"{where}.{section}.{name}"
+                    if name not in names:
+                        raise _err(vwhere, f"not a parameter of this card ({nports} port(s), "
+                                   f"{'VPI' if card['vpi'] else 'not VPI: no LINK_TYPE_P<n>'}); parameters: "
+                                   f"{', '.join(sorted({p.name + ('_P<n>' if p.scope == 'port' else '') for p in names.values()}))}")
+                    value = _fw_value(names[name], value, vwhere)
+                    if (section, name) in origin and merged[section][name] != value:
+                        raise _err(vwhere, f"differs from devices[{origin[(section, name)]}] of the same card {slot}")
+                    merged[section][name], origin[(section, name)] = value, di
+        if merged["max_vfs"] is None:
+            merged["max_vfs"] = fw.DEFAULT_MAX_VFS
+        for section in ("defaults", "next_boot"):
+            if merged[section].get("NUM_OF_VFS", 0) > merged["max_vfs"]:
+                raise _err(f"{top}.devices[{origin[(section, 'NUM_OF_VFS')]}].firmware.{section}.NUM_OF_VFS",
+                           f"{merged[section]['NUM_OF_VFS']} is more than the card's max_vfs {merged['max_vfs']}")
+        card["firmware"] = merged
+        card["link_layers"], n = {}, 0
+        for _fn, _di, pci, count in card["functions"]:
+            for pi in range(count):
+                n += 1
+                if card["vpi"]:
+                    name = f"LINK_TYPE_P{n}"
+                    value = merged["next_boot"].get(name, merged["defaults"].get(name, fw.BY_NAME["LINK_TYPE"].default))
+                    card["link_layers"][(pci, pi + 1)] = "Ethernet" if value == 2 else "InfiniBand"
+    return cards
+
+
+def expand(profile: dict, host_index: int | None = None, boot: dict | None = None) -> dict:  # noqa: C901
+    """Validate ``profile`` and resolve it for host number ``host_index`` (default: profile's host_index or 0).
+
+    ``boot`` (from build_tree: what the firmware NV store and the cables make of the hardware at this boot):
+    ``{"link_layers": {(pci, port): "InfiniBand"|"Ethernet"}, "unplugged": [(pci, port)]}``; without it a VPI port
+    takes the link layer the profile's firmware (next_boot, else defaults) gives it and every cable is in."""
     if not isinstance(profile, dict):
         raise ProfileError(f"profile must be a mapping, got {type(profile).__name__}")
     pname = profile.get("name") or "<unnamed>"
@@ -216,17 +428,28 @@ def expand(profile: dict, host_index: int | None = None) -> dict:  # noqa: C901 
     ip_stride = _int_or_hex(profile, "ipv4_host_stride", top, default=1, hi=0x10000)
     dev_defaults = _get(profile, "device_defaults", top, dict, default={})
     port_defaults = _get(profile, "port_defaults", top, dict, default={})
-    _unknown(dev_defaults, KNOWN_DEV - {"name", "pci", "ports", "node_guid", "sys_image_guid"}, f"{top}.device_defaults")
+    _unknown(dev_defaults, KNOWN_DEV - {"name", "pci", "ports", "node_guid", "sys_image_guid", "firmware"},
+             f"{top}.device_defaults")
     _unknown(port_defaults, KNOWN_PORT - {"port", "netdev", "ipv4", "ipv6", "mac"}, f"{top}.port_defaults")
+    for key, allowed in (("ib", VPI_IB_FIELDS), ("eth", VPI_ETH_FIELDS)):
+        if key in port_defaults:
+            _get(port_defaults, key, f"{top}.port_defaults", dict)
+            _unknown(port_defaults[key], allowed - {"netdev", "ipv4", "ipv6", "mac"}, f"{top}.port_defaults.{key}")
+    boot = boot or {}
+    boot_link_layers = boot.get("link_layers") or {}
+    boot_unplugged = {tuple(x) for x in boot.get("unplugged") or []}
+    layout = _get(profile, "mstflint_layout", top, str, default="current", choices=MSTFLINT_LAYOUTS)
 
+    cards = _cards(devices_in, dev_defaults, top)
     out_devices = []
     seen_dev, seen_pci, seen_netdev = set(), set(), set()
-    # a PCI function with siblings on the same slot gets the f<fn> suffix in its predictable netdev name
-    slot_count: dict = {}
-    for dev_in in devices_in:
-        if isinstance(dev_in, dict) and isinstance(dev_in.get("pci"), str):
-            slot = dev_in["pci"].lower().rsplit(".", 1)[0]
-            slot_count[slot] = slot_count.get(slot, 0) + 1
+
+    def guid_of(d: dict, i: int, where: str) -> str:
+        if not d.get("node_guid"):
+            return f"{MELLANOX_OUI}0300{(seed + (host_index << 12) + i * 0x10) & 0xFFFFFF:06x}"
+        guid = _guid_hex(d["node_guid"], f"{where}.node_guid")
+        return f"{int(guid, 16) ^ (host_index << 24):016x}" if host_index else guid
+
     for di, dev_in in enumerate(devices_in):
         dwhere = f"{top}.devices[{di}]"
         if not isinstance(dev_in, dict):
@@ -241,13 +464,19 @@ def expand(profile: dict, host_index: int | None = None) -> dict:  # noqa: C901 
         if not PCI_RE.match(pci) or pci in seen_pci:
             raise _err(f"{dwhere}.pci", f"{pci!r} is not a unique PCI address DDDD:BB:DD.F")
         seen_pci.add(pci)
-        multi_function = slot_count.get(pci.rsplit(".", 1)[0], 0) > 1
+        card = cards[pci.rsplit(".", 1)[0]]
+        # a PCI function with siblings on the same slot gets the f<fn> suffix in its predictable netdev name
+        multi_function = len(card["functions"]) > 1
+        vpi = card["vpi"]
         lower24 = (seed + (host_index << 12) + di * 0x10) & 0xFFFFFF
         mac_base = f"{MELLANOX_OUI}{lower24:06x}"
-        node_guid = _guid_hex(dev["node_guid"], f"{dwhere}.node_guid") if dev.get("node_guid") else f"{MELLANOX_OUI}0300{lower24:06x}"
-        if dev.get("node_guid") and host_index:
-            node_guid = f"{int(node_guid, 16) ^ (host_index << 24):016x}"
-        sys_guid = _guid_hex(dev["sys_image_guid"], f"{dwhere}.sys_image_guid") if dev.get("sys_image_guid") else node_guid
+
+        node_guid = guid_of(dev, di, dwhere)
+        # the functions of one card share its system image GUID: the node GUID of its first function
+        first = card["functions"][0][1]
+        card_guid = node_guid if first == di else guid_of({**dev_defaults, **devices_in[first]}, first,
+                                                          f"{top}.devices[{first}]")
+        sys_guid = _guid_hex(dev["sys_image_guid"], f"{dwhere}.sys_image_guid") if dev.get("sys_image_guid") else card_guid
         hca_type = _get(dev, "hca_type", dwhere, str, default="MT4129")
         if not re.fullmatch(r"MT\d+", hca_type):
             raise _err(f"{dwhere}.hca_type", f"{hca_type!r} is not like MT4129")
@@ -258,107 +487,50 @@ def expand(profile: dict, host_index: int | None = None) -> dict:  # noqa: C901 
         ports_in = _get(dev, "ports", dwhere, list, required=True)
         if not ports_in:
             raise _err(f"{dwhere}.ports", "a device needs at least one port")
+        fn = int(pci.rsplit(".", 1)[1])
+
+        ctx = {"host_index": host_index, "lid_stride": lid_stride, "ip_stride": ip_stride, "pci": pci, "fn": fn,
+               "multi_function": multi_function, "mac_base": mac_base, "node_guid": node_guid,
+               "seen_netdev": seen_netdev}
+
         ports = []
         for pi, port_in in enumerate(ports_in):
             pwhere = f"{dwhere}.ports[{pi}]"
             if not isinstance(port_in, dict):
                 raise _err(pwhere, "must be a mapping")
             _unknown(port_in, KNOWN_PORT, pwhere)
-            p = {**port_defaults, **port_in}
-            num = _int_or_hex(p, "port", pwhere, default=pi + 1, lo=1, hi=255)
-            ll = _get(p, "link_layer", pwhere, str, required=True, choices=LINK_LAYERS)
-            state = _get(p, "state", pwhere, str, default="ACTIVE", choices=tuple(PORT_STATES))
-            phys = _get(p, "phys_state", pwhere, str, default="LinkUp" if state == "ACTIVE" else "Polling", choices=tuple(PHYS_STATES))
-            if state == "ACTIVE" and phys != "LinkUp":
-                raise _err(f"{pwhere}.phys_state", f"an ACTIVE port must be LinkUp, got {phys}")
-            default_rate = "400 Gb/sec (4X NDR)" if phys == "LinkUp" else ("10 Gb/sec (4X SDR)" if ll == "InfiniBand" else "40 Gb/sec (4X QDR)")
-            rate = _get(p, "rate", pwhere, str, default=default_rate)
-            if not RATE_RE.match(rate):
-                raise _err(f"{pwhere}.rate", f"{rate!r} is not a kernel rate string like '400 Gb/sec (4X NDR)'")
-            is_ib = ll == "InfiniBand"
-            up = state == "ACTIVE"
-            lid = _int_or_hex(p, "lid", pwhere, default=0, hi=0xBFFF) if is_ib else 0
-            sm_lid = _int_or_hex(p, "sm_lid", pwhere, default=0, hi=0xBFFF) if is_ib else 0
-            if is_ib and up and (not lid or not sm_lid):
-                raise _err(f"{pwhere}.lid", "an ACTIVE InfiniBand port needs a non-zero lid and sm_lid")
-            if is_ib and lid:
-                lid += host_index * lid_stride
-                if lid > 0xBFFF:
-                    raise _err(f"{pwhere}.lid", f"lid + host offset {lid:#x} leaves the unicast LID range")
-            netdev = p.get("netdev") or _pci_netdev_name(pci, num - 1, ll, multi_function)
-            if not NAME_RE.match(netdev) or netdev in seen_netdev:
-                raise _err(f"{pwhere}.netdev", f"{netdev!r} is not a valid, unique interface name (max 15 chars)")
-            seen_netdev.add(netdev)
-            mac = p.get("mac") or ":".join(mac_base[i:i + 2] for i in range(0, 12, 2))
-            if not re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", mac):
-                raise _err(f"{pwhere}.mac", f"{mac!r} is not a lowercase MAC address")
-            if pi and not p.get("mac"):
-                mac = mac[:-2] + f"{(int(mac[-2:], 16) + pi) & 0xFF:02x}"
-            port_guid = node_guid if pi == 0 else f"{int(node_guid, 16) + pi:016x}"
-            mtu = _int_or_hex(p, "mtu", pwhere, default=(2044 if is_ib else 9000), lo=68, hi=65520)
-            ipv4 = p.get("ipv4")
-            if ipv4 is not None:
-                ipv4 = _bump_ipv4(str(ipv4), host_index * ip_stride, f"{pwhere}.ipv4")
-            ipv6 = p.get("ipv6")
-            if ipv6 is not None:
-                try:
-                    ipv6 = str(ipaddress.IPv6Interface(ipv6).ip + host_index)
-                except ValueError:
-                    raise _err(f"{pwhere}.ipv6", f"{ipv6!r} is not an IPv6 address") from None
-            cap_mask = _int_or_hex(p, "cap_mask", pwhere, default=(0xA751E848 if is_ib else 0x00010000), hi=0xFFFFFFFF)
-            gid_tbl_len = _int_or_hex(p, "gid_tbl_len", pwhere, default=(8 if is_ib else 256), lo=1, hi=1024)
-            pkey_tbl_len = _int_or_hex(p, "pkey_tbl_len", pwhere, default=(128 if is_ib else 1), lo=1, hi=1024)
-            if is_ib:
-                default_gids = [{"index": 0, "source": "ib_default", "type": "IB/RoCE v1"}]
+            common = {k: v for k, v in {**port_defaults, **port_in}.items() if k not in ("ib", "eth")}
+            num = _int_or_hex(common, "port", pwhere, default=pi + 1, lo=1, hi=255)
+            if not vpi:
+                for key in ("ib", "eth"):
+                    if key in port_in:
+                        raise _err(f"{pwhere}.{key}", "ib:/eth: give the two link layers of a port of a VPI card "
+                                   "(device vpi: true); this card is not VPI")
+                port = _resolve_port(ctx, common, pi, num, lambda _k, w=pwhere: w, True)
             else:
-                default_gids = [{"index": 0, "source": "link_local", "type": "IB/RoCE v1"},
-                                {"index": 1, "source": "link_local", "type": "RoCE v2"}]
-                if ipv4:
-                    default_gids += [{"index": 2, "source": "ipv4", "type": "IB/RoCE v1"},
-                                     {"index": 3, "source": "ipv4", "type": "RoCE v2"}]
-            gids_in = _get(p, "gids", pwhere, list, default=default_gids)
-            gids = {}
-            for gi, g in enumerate(gids_in):
-                gwhere = f"{pwhere}.gids[{gi}]"
-                if not isinstance(g, dict):
-                    raise _err(gwhere, "must be a mapping {index, source, type}")
-                _unknown(g, {"index", "source", "type", "address"}, gwhere)
-                idx = _int_or_hex(g, "index", gwhere, lo=0, hi=gid_tbl_len - 1)
-                if idx is None or idx in gids:
-                    raise _err(f"{gwhere}.index", f"missing or duplicate GID index {idx!r}")
-                src = _get(g, "source", gwhere, str, required=True, choices=GID_SOURCES)
-                gtype = _get(g, "type", gwhere, str, default="IB/RoCE v1", choices=GID_TYPES)
-                if is_ib and (src != "ib_default" or gtype != "IB/RoCE v1"):
-                    raise _err(gwhere, "an InfiniBand port only has ib_default GIDs of type IB/RoCE v1")
-                if not is_ib and src == "ib_default":
-                    raise _err(f"{gwhere}.source", "ib_default is for InfiniBand ports; use link_local/ipv4/ipv6")
-                if src == "ib_default":
-                    text = "fe80:0000:0000:0000:" + ":".join(port_guid[i:i + 4] for i in range(0, 16, 4))
-                elif src == "link_local":
-                    text = _mac_to_link_local(mac)
-                elif src == "ipv4":
-                    if not ipv4:
-                        raise _err(f"{gwhere}.source", "source ipv4 needs the port's ipv4 field")
-                    text = gid_from_ipv6("::ffff:" + ipv4.split("/", 1)[0])
-                else:
-                    addr = g.get("address") or ipv6
-                    if not addr:
-                        raise _err(f"{gwhere}.address", "source ipv6 needs an address (or the port's ipv6 field)")
-                    text = gid_from_ipv6(str(addr))
-                gids[idx] = {"gid": text, "type": gtype, "ndev": None if is_ib else netdev}
-            counters = _get(p, "counters", pwhere, dict, default={})
-            hw_counters = _get(p, "hw_counters", pwhere, dict, default={})
-            for cname, cval in list(counters.items()) + list(hw_counters.items()):
-                if isinstance(cval, bool) or not isinstance(cval, int) or cval < 0:
-                    raise _err(f"{pwhere}.counters.{cname}", f"must be a non-negative integer, got {cval!r}")
-            ports.append({
-                "port": num, "link_layer": ll, "state": state, "phys_state": phys, "rate": rate,
-                "lid": lid, "sm_lid": sm_lid, "sm_sl": _int_or_hex(p, "sm_sl", pwhere, default=0, hi=15),
-                "lmc": _int_or_hex(p, "lmc", pwhere, default=0, hi=7), "cap_mask": cap_mask,
-                "netdev": netdev, "mac": mac, "mtu": mtu, "ipv4": ipv4, "ipv6": ipv6, "port_guid": port_guid,
-                "gid_tbl_len": gid_tbl_len, "pkey_tbl_len": pkey_tbl_len, "gids": gids,
-                "counters": counters, "hw_counters": hw_counters,
-            })
+                if "link_layer" in common:
+                    raise _err(f"{pwhere}.link_layer", "a VPI port's link layer is the firmware's LINK_TYPE_P<n> "
+                               "(device firmware.next_boot); give the values of each link layer as ib: and eth:")
+                chosen = boot_link_layers.get((pci, num)) or card["link_layers"][(pci, pi + 1)]
+                port = None
+                for key, ll, allowed in (("ib", "InfiniBand", VPI_IB_FIELDS), ("eth", "Ethernet", VPI_ETH_FIELDS)):
+                    sub_in = port_in.get(key)
+                    if not isinstance(sub_in, dict):
+                        raise _err(f"{pwhere}.{key}", "a port of a VPI card needs an ib: and an eth: mapping (the port's "
+                                   "values as InfiniBand and as Ethernet port), got " + type(sub_in).__name__)
+                    _unknown(sub_in, allowed, f"{pwhere}.{key}")
+                    sub = {**(port_defaults.get(key) or {}), **sub_in}
+                    alt = _resolve_port(ctx, {**common, **sub, "link_layer": ll}, pi, num,
+                                        lambda k, w=pwhere, s=key, keys=set(sub): f"{w}.{s}" if k in keys else w,
+                                        ll == chosen)
+                    if ll == chosen:
+                        port = alt
+            if (pci, num) in boot_unplugged:
+                # a port whose cable is out at boot: the link never trained, no SM ever answered (no LID)
+                port["plugged"] = {k: port[k] for k in ("state", "phys_state", "rate", "lid", "sm_lid")}
+                port.update(cable="unplugged", state="DOWN", phys_state="Polling", rate=_down_rate(port["link_layer"]),
+                            lid=0, sm_lid=0)
+            ports.append(port)
         nums = [p["port"] for p in ports]
         if nums != list(range(1, len(nums) + 1)):
             raise _err(f"{dwhere}.ports", f"port numbers must be 1..{len(nums)} in order, got {nums}")
@@ -371,6 +543,7 @@ def expand(profile: dict, host_index: int | None = None) -> dict:  # noqa: C901 
             "node_desc": _get(dev, "node_desc", dwhere, str, default=f"simhost{host_index} {name}"),
             "numa_node": _int_or_hex(dev, "numa_node", dwhere, default=0, hi=64),
             "pcie": _get(dev, "pcie", dwhere, str, default="32.0 GT/s PCIe"),
+            "vpi": vpi, "firmware": card["firmware"],
             "ports": ports,
         })
     oob = _get(profile, "oob_netdevs", top, list, default=[{"name": "eth0"}])
@@ -393,4 +566,5 @@ def expand(profile: dict, host_index: int | None = None) -> dict:  # noqa: C901 
         "kernel_modules": modules, "devices": out_devices, "oob_netdevs": oob_out,
         # true: the RoCE netdevs are real container links that simhost-netsync mirrors (see simhost/netdev.py)
         "real_netdevs": _get(profile, "real_netdevs", top, bool, default=False),
+        "mstflint_layout": layout,
     }

@@ -15,7 +15,8 @@ Layout (paths relative to the root, as on a real kernel):
     bus/pci/devices/<pci>, bus/pci/drivers/mlx5_core/<pci>   relative symlinks
     module/<name>/{initstate,refcnt,srcversion,version?,parameters/,holders/}
     kernel/config/rdma_cm/                                   when rdma_cm is loaded (configfs subsystem dir)
-    .simhost/profile.json, .simhost/state/                   the simulator's own files (not in a real /sys)
+    .simhost/profile.json, .simhost/state/                   the simulator's own files (not in a real /sys);
+                                                             state/firmware.json: the cards' Current NV configuration
     MLNX_OFED/DOCA only: class/net/<if>/ecn/roce_{np,rp}/, class/infiniband/<dev>/tc/<port>/traffic_class
                                                              (written by kernelfs.write_boot_files)
 
@@ -35,6 +36,7 @@ import os
 import shutil
 from pathlib import Path
 
+from . import firmware
 from . import kernelfs
 from . import profile as profile_mod
 
@@ -131,14 +133,22 @@ def build_tree(profile: dict, root, host_index: int | None = None) -> dict:
 
     ``host_index`` (0..255) makes GUIDs, MACs, LIDs and IPv4 addresses distinct per host; None means the
     profile's own ``host_index`` key, else 0.  The previous tree at ``root`` is removed first (a driver reload).
+    This is a boot: the cards' firmware NV configuration becomes their Current one and shapes the hardware (VPI link
+    types, SR-IOV, the OFED ECN defaults), and the cables unplugged in ``persist_dir()`` leave their ports down
+    (simhost/firmware.py).
     """
     root = Path(root)
     exp = profile_mod.expand(profile, host_index)
+    overrides = firmware.boot_overrides(exp)
+    if overrides["link_layers"] or overrides["unplugged"]:
+        exp = profile_mod.expand(profile, host_index, boot=overrides)
     _safe_reset(root)
     _MADE.clear()
     meta = root / MARKER
     (meta / "state").mkdir(parents=True)
     _w(meta / "profile.json", json.dumps(exp, indent=2, sort_keys=True))
+    fw_current = firmware.save_boot_state(root, exp)
+    vfs = {card["slot"]: firmware.sriov(fw_current[card["pci"]]) for card in firmware.cards(exp)}
 
     ifindex = 1
     _write_netdev(root, root / "devices/virtual/net/lo", {"name": "lo", "mtu": 65536, "mac": "00:00:00:00:00:00"},
@@ -154,7 +164,7 @@ def build_tree(profile: dict, root, host_index: int | None = None) -> dict:
         else:  # behind a root port on the bus below, as discrete adapters are
             up = f"{int(bus, 16) - 1:02x}"
             fn_dir = root / "devices" / f"pci{dom}:{up}" / f"{dom}:{up}:01.0" / dev["pci"]
-        _write_pci_function(root, fn_dir, dev, di, exp)
+        _write_pci_function(root, fn_dir, dev, di, exp, vfs[firmware.slot_of(dev["pci"])])
         ib_dir = fn_dir / "infiniband" / dev["name"]
         _write_ib_device(root, ib_dir, fn_dir, dev)
         for port in dev["ports"]:
@@ -187,7 +197,7 @@ def build_tree(profile: dict, root, host_index: int | None = None) -> dict:
     return exp
 
 
-def _write_pci_function(root: Path, fn_dir: Path, dev: dict, di: int, exp: dict) -> None:
+def _write_pci_function(root: Path, fn_dir: Path, dev: dict, di: int, exp: dict, total_vfs: int | None) -> None:
     ll = dev["ports"][0]["link_layer"]
     _w(fn_dir / "vendor", "0x15b3")
     _w(fn_dir / "device", f"0x{dev['pci_device_id']:04x}")
@@ -200,8 +210,9 @@ def _write_pci_function(root: Path, fn_dir: Path, dev: dict, di: int, exp: dict)
     _w(fn_dir / "max_link_speed", dev["pcie"])
     _w(fn_dir / "current_link_width", "16")
     _w(fn_dir / "max_link_width", "16")
-    _w(fn_dir / "sriov_totalvfs", "16")
-    _w(fn_dir / "sriov_numvfs", "0")
+    if total_vfs:  # the SR-IOV capability exists only with firmware SRIOV_EN=True and NUM_OF_VFS > 0 (at boot)
+        _w(fn_dir / "sriov_totalvfs", str(total_vfs))
+        _w(fn_dir / "sriov_numvfs", "0")
     bar = 0xE000000000 + ((exp["host_index"] * 64 + di) << 26)
     lines = [f"0x{bar:016x} 0x{bar + 0x1FFFFFF:016x} 0x000000000014220c"] + ["0x0000000000000000 0x0000000000000000 0x0000000000000000"] * 12
     _w(fn_dir / "resource", "\n".join(lines))
