@@ -21,6 +21,7 @@ import yaml
 
 from simhost import profile, tree  # tests/simhost, on sys.path via tests/unit/conftest.py
 
+SIM_BIN = Path(__file__).resolve().parents[2] / "simhost" / "bin"
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CATALOGUE = yaml.safe_load((REPO_ROOT / "tests" / "bad_inputs" / "catalogue.yml").read_text(encoding="utf-8"))
 FIELDS = {"id", "playbook", "group", "profile", "extra_vars", "message", "netns"}
@@ -48,8 +49,11 @@ def _snapshot(root: Path) -> str:
     return digest.hexdigest()
 
 
-def _run(entry, tmp_path):
+def _run(entry, tmp_path, monkeypatch):
     sysfs = tmp_path / "sys"
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    monkeypatch.setenv("SIMHOST_PERSIST_DIR", str(disk))
     tree.build_tree(profile.load(entry["profile"]), sysfs, host_index=1)
     out = tmp_path / "out"
     out.mkdir()
@@ -58,14 +62,16 @@ def _run(entry, tmp_path):
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory), encoding="utf-8")
     extra = dict({"rdma_sysfs_root": str(sysfs), "nccl_conf_path": str(out / "nccl.conf")}, **entry["extra_vars"])
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO_ROOT / entry["playbook"]),
-            "-i", str(tmp_path / "hosts.yml"), "-e", json.dumps(extra), "--skip-tags", "ofed_install,ofed_verify,roce"]
+            "-i", str(tmp_path / "hosts.yml"), "-e", json.dumps(extra), "--skip-tags", "ofed_install,ofed_verify,roce,firmware_tool"]
     if entry.get("netns"):
         argv = UNSHARE + ["sh", "-ec", " && ".join(NETNS_SETUP) + ' && exec "$@"', "sh"] + argv
+    # the simulated host's own tools (mstconfig over its firmware NV state on a temp "disk") come first on PATH
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"),
-               ANSIBLE_HOME=str(REPO_ROOT / ".ansible"), ANSIBLE_NOCOLOR="1")
-    before = _snapshot(sysfs)
+               ANSIBLE_HOME=str(REPO_ROOT / ".ansible"), ANSIBLE_NOCOLOR="1", SIMHOST_SYSFS_ROOT=str(sysfs),
+               SIMHOST_PERSIST_DIR=str(disk), PATH="%s:%s" % (SIM_BIN, os.environ.get("PATH", "")))
+    before = _snapshot(sysfs) + _snapshot(disk)
     run = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False, timeout=300)
-    return run, before, _snapshot(sysfs), out
+    return run, before, _snapshot(sysfs) + _snapshot(disk), out
 
 
 def test_every_entry_has_the_catalogue_fields_and_a_unique_id():
@@ -78,17 +84,20 @@ def test_every_entry_has_the_catalogue_fields_and_a_unique_id():
 
 
 @pytest.mark.parametrize("entry", CATALOGUE, ids=[entry["id"] for entry in CATALOGUE])
-def test_bad_input_fails_with_its_message_and_changes_nothing(entry, tmp_path):
+def test_bad_input_fails_with_its_message_and_changes_nothing(entry, tmp_path, monkeypatch):
     if entry.get("netns") and not _netns_allowed():
         pytest.skip("this machine does not allow unshare --net with a veth pair")
-    run, before, after, out = _run(entry, tmp_path)
+    run, before, after, out = _run(entry, tmp_path, monkeypatch)
     assert run.returncode != 0, run.stdout[-3000:]
     report = json.loads(run.stdout)
-    messages = [result.get("msg", "") for play in report["plays"] for task in play["tasks"]
-                for result in task["hosts"].values() if result.get("failed")]
+    # a failed loop task keeps each item's message under results
+    messages = [msg for play in report["plays"] for task in play["tasks"] for result in task["hosts"].values()
+                if result.get("failed")
+                for msg in [result.get("msg", "")] + [item.get("msg", "") for item in result.get("results") or []
+                                                      if isinstance(item, dict) and item.get("failed")]]
     assert any(re.search(entry["message"], str(msg)) for msg in messages), (messages, run.stderr[-2000:])
     assert all(stats["changed"] == 0 for stats in report["stats"].values()), report["stats"]
-    assert before == after, "the sysfs tree changed"
+    assert before == after, "the sysfs tree or the firmware's NV state changed"
     assert list(out.iterdir()) == [], "files were written: %s" % list(out.iterdir())
     for text in [run.stdout, run.stderr] + [str(msg) for msg in messages]:
         assert "Traceback" not in text and "Finalization of task args" not in text
