@@ -65,10 +65,21 @@ def rdma_ports(rdma, state=None, lines=False):
     return firmware_select.port_lines(rdma) if lines else firmware_select.ports(rdma, state)
 
 
+def firmware_unmatched(rdma, entries, infos=None):
+    """Selectors of ``firmware_mlxconfig`` that pick no card on this host, as ``firmware_mlxconfig[i].devices: X``."""
+    return firmware_select.unmatched_selectors((rdma or {}).get("devices"), entries or [], infos or {})
+
+
+def firmware_missing_params(targets, reads):
+    """``firmware_targets`` + the read results -> ``["mlx5_2 (0000:8c:00.0) has no parameter LINK_TYPE_P1", ...]``."""
+    return firmware_select.missing_params(targets, reads)
+
+
 class FilterModule:
     """hpcnet.rdma firmware filters."""
 
     def filters(self):
         return {"firmware_cards": firmware_cards, "firmware_targets": firmware_targets,
                 "firmware_reboot_reasons": firmware_reboot_reasons, "roce_firmware_mlxconfig": roce_firmware_mlxconfig,
-                "firmware_after_reboot": firmware_after_reboot, "rdma_ports": rdma_ports}
+                "firmware_after_reboot": firmware_after_reboot, "rdma_ports": rdma_ports,
+                "firmware_unmatched": firmware_unmatched, "firmware_missing_params": firmware_missing_params}

@@ -74,6 +74,14 @@ def selector_matches(selector, card, info=None):
     return bool(part) and text.upper() in (part.upper(), ((info or {}).get("name") or "").upper())
 
 
+def selectors_of(entry):
+    """An entry's selectors as a list (a comma-separated string, as Ansible reads a list option, is split)."""
+    devices = entry.get("devices")
+    if isinstance(devices, str):
+        return [part.strip() for part in devices.split(",")]
+    return devices if isinstance(devices, list) else [devices]
+
+
 def check_entries(entries):
     """Errors of ``firmware_mlxconfig`` itself (shape, selectors, parameter names and value types)."""
     errors = []
@@ -84,7 +92,7 @@ def check_entries(entries):
         if not isinstance(entry, dict) or set(entry) - {"devices", "params"} or "devices" not in entry:
             errors.append("%s must be a map with keys devices and params, got %r" % (where, entry))
             continue
-        selectors = entry["devices"] if isinstance(entry["devices"], list) else [entry["devices"]]
+        selectors = selectors_of(entry)
         if not selectors or any(not isinstance(sel, str) or not sel.strip() for sel in selectors):
             errors.append("%s.devices must be all, or PCI addresses, RDMA device names, part numbers or PSIDs "
                           "(strings), got %r" % (where, entry["devices"]))
@@ -103,7 +111,7 @@ def targets(devices, entries, infos=None):
     for card in cards(devices):
         params, matched = {}, []
         for index, entry in enumerate(entries):
-            selectors = entry["devices"] if isinstance(entry["devices"], list) else [entry["devices"]]
+            selectors = selectors_of(entry)
             if any(selector_matches(sel, card, (infos or {}).get(card["pci"])) for sel in selectors):
                 params.update(entry.get("params") or {})
                 matched.append(index)
@@ -118,6 +126,32 @@ def unmatched(devices, entries, infos=None):
     for target in targets(devices, entries, infos):
         chosen.update(target["entries"])
     return [index for index in range(len(entries)) if index not in chosen]
+
+
+def unmatched_selectors(devices, entries, infos=None):
+    """``firmware_mlxconfig[i].devices: selector`` texts of selectors that pick no card on this host."""
+    out = []
+    for index, entry in enumerate(entries or []):
+        for selector in selectors_of(entry):
+            if not any(selector_matches(selector, card, (infos or {}).get(card["pci"])) for card in cards(devices)):
+                out.append("firmware_mlxconfig[%d].devices: %s" % (index, selector))
+    return out
+
+
+def missing_params(targets, reads):
+    """Parameters a selected card does not show (checked for every card before any is written, so that one card
+    without the parameter does not leave another one changed)."""
+    configs = dict((read.get("device"), read.get("config") or {}) for read in reads or [] if read.get("device"))
+    out = []
+    for target in targets or []:
+        config = configs.get(target["pci"])
+        if config is None:
+            continue
+        for name in sorted(target["params"]):
+            base = re.sub(r"\[\d+\]$", "", name)
+            if name not in config and not (base != name and base in config):
+                out.append("%s (%s) has no parameter %s" % (", ".join(target["devices"]), target["pci"], name))
+    return out
 
 
 def reboot_reasons(results, devices):

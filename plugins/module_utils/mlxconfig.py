@@ -32,7 +32,15 @@ TOOLS = ("mlxconfig", "mstconfig")
 
 
 class MlxconfigError(Exception):
-    """An input or tool error, with a message that names the device and parameter."""
+    """An input or tool error, with a message that names the device and parameter. ``changed``: something was
+    written before it (a reset before a refused set)."""
+
+    def __init__(self, message, changed=False):
+        super(MlxconfigError, self).__init__(message)
+        self.changed = changed
+
+
+MAX_VALUE = 0xFFFFFFFF  # mlxconfig parameters are at most 32 bits wide
 
 
 # ---------------------------------------------------------------------------------------------------- parsers
@@ -194,15 +202,37 @@ def check_params(params):
                           "case (LINK_TYPE_P1, SRIOV_EN, NUM_OF_VFS, ATS_ENABLED, CNP_DSCP_P1, NAME[3] for an array "
                           "entry)" % (name,))
             continue
-        if isinstance(value, bool) or (isinstance(value, int) and value >= 0):
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int) and 0 <= value <= MAX_VALUE:
+            continue
+        if isinstance(value, int) and value > MAX_VALUE:
+            errors.append("params: %s=%d is larger than any mlxconfig parameter (32 bits, at most %d)" % (
+                name, value, MAX_VALUE))
             continue
         if isinstance(value, str) and re.match(r"^(-?\d+|0x[0-9a-fA-F]+|[A-Za-z_][A-Za-z0-9_]*)$", value.strip()):
-            if value.strip().startswith("-"):
+            text = value.strip()
+            if text.startswith("-"):
                 errors.append("params: %s=%s is negative; mlxconfig values are 0 or more" % (name, value))
+            elif re.match(r"^0\d", text):
+                errors.append("params: %s=%s has a leading zero, which the tool would read as octal; write %s or 0x%x"
+                              % (name, value, int(text, 10), int(text, 10)))
+            elif _number(text) is not None and _number(text) > MAX_VALUE:
+                errors.append("params: %s=%s is larger than any mlxconfig parameter (32 bits, at most %d)" % (
+                    name, value, MAX_VALUE))
             continue
         errors.append("params: %s=%r must be a symbol as the tool prints it (IB, ETH, True, False, ...), a number 0 "
                       "or more, or a boolean" % (name, value))
     return errors
+
+
+def _number(text):
+    """A decimal or 0x hex string as an int, else None."""
+    if _INT_RE.match(text):
+        return int(text, 10)
+    if re.match(r"^0x[0-9a-fA-F]+$", text):
+        return int(text, 16)
+    return None
 
 
 def check_values(query, confs, params):
@@ -222,7 +252,7 @@ def check_values(query, confs, params):
                 errors.append("%s=%s is not a value the device accepts; allowed: %s" % (
                     name, text, ", ".join(conf["symbols"])))
         elif conf["type"] in ("bool", "enum") and is_number:
-            number = want if isinstance(want, int) else int(text, 0)
+            number = want if isinstance(want, int) else _number(text)
             known = [num for num in conf["symbols"].values() if num is not None]
             if known and len(known) == len(conf["symbols"]) and number not in known:
                 errors.append("%s=%s is not a value the device accepts; allowed: %s" % (name, text, ", ".join(
@@ -341,6 +371,7 @@ class Device:
             tool, "NVIDIA MFT" if tool == "mlxconfig" else "package mstflint"))
 
     def _run(self, args, what):
+        self.applied = getattr(self, "applied", [])
         argv = [self.tool, "-d", self.pci] + args
         rc, out, err = self.runner.run(argv)
         errors = parse_errors(out + "\n" + err)
@@ -368,10 +399,13 @@ class Device:
 
     def apply(self, steps):
         """Run the plan: ``reset`` first, then one ``set`` with every parameter."""
+        self.applied = []
         if steps["reset"]:
             self._run(["-y", "reset"], "reset")
+            self.applied.append("reset")
         if steps["set"]:
-            out = self._run(["-y", "set"] + ["%s=%s" % item for item in sorted(steps["set"].items())], "set")
+            pairs = ["%s=%s" % item for item in sorted(steps["set"].items())]
+            out = self._run(["-y", "set"] + pairs, "set " + " ".join(pairs))
             result = parse_set(out)
             if not result["applied"]:
                 raise MlxconfigError("%s -d %s set did not report 'Applying... Done!'" % (self.tool_name, self.pci))
@@ -411,12 +445,18 @@ def configure(make_device, device, params, reset, sysfs_root, check_mode):
     before = config_of(query)
     commands = dev.command(steps)
     if commands and not check_mode:
-        dev.apply(steps)
+        try:
+            dev.apply(steps)
+        except MlxconfigError as exc:
+            applied = getattr(dev, "applied", [])
+            raise MlxconfigError("%s%s" % (exc, "; the reset before it WAS applied: the other parameters are back at "
+                                           "their defaults for the next boot" if applied else ""), changed=bool(applied))
         query = dev.query_all(sorted(params))
         missed = sorted(name for name, want in params.items() if not matches(query["params"][name]["next_boot"], want))
         if missed:
-            raise MlxconfigError("after %s the next-boot value of %s is still %s" % (
-                " ".join(commands[-1]), ", ".join(missed), ", ".join(query["params"][n]["next_boot"] for n in missed)))
+            raise MlxconfigError("after %s the next-boot value of %s is %s" % (
+                " ".join(commands[-1]), ", ".join(missed), ", ".join(query["params"][n]["next_boot"] for n in missed)),
+                changed=True)
     else:
         # check mode (or nothing to do): the query as it would read after the plan
         for name, change in steps["changes"].items():

@@ -163,7 +163,7 @@ def main():
         result = configure(lambda pci: Device(ModuleRunner(module), pci, params["tool"]), params["device"],
                            params["params"], params["reset"], params["sysfs_root"], module.check_mode)
     except MlxconfigError as exc:
-        module.fail_json(msg="mlxconfig %s: %s" % (params["device"], exc), changed=False)
+        module.fail_json(msg="mlxconfig %s: %s" % (params["device"], exc), changed=exc.changed)
     module.exit_json(**result)
 
 

@@ -65,10 +65,14 @@ def _run(entry, tmp_path, monkeypatch):
             "-i", str(tmp_path / "hosts.yml"), "-e", json.dumps(extra), "--skip-tags", "ofed_install,ofed_verify,roce,firmware_tool"]
     if entry.get("netns"):
         argv = UNSHARE + ["sh", "-ec", " && ".join(NETNS_SETUP) + ' && exec "$@"', "sh"] + argv
-    # the simulated host's own tools (mstconfig over its firmware NV state on a temp "disk") come first on PATH
+    # the simulated host's firmware tool (mstconfig over its NV state on a temp "disk") comes first on PATH; only it,
+    # since the other stand-ins (ethtool, which fact gathering calls) keep runtime state in the tree
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "mstconfig").symlink_to(SIM_BIN / "mstconfig")
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"),
                ANSIBLE_HOME=str(REPO_ROOT / ".ansible"), ANSIBLE_NOCOLOR="1", SIMHOST_SYSFS_ROOT=str(sysfs),
-               SIMHOST_PERSIST_DIR=str(disk), PATH="%s:%s" % (SIM_BIN, os.environ.get("PATH", "")))
+               SIMHOST_PERSIST_DIR=str(disk), PATH="%s:%s" % (bindir, os.environ.get("PATH", "")))
     before = _snapshot(sysfs) + _snapshot(disk)
     run = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False, timeout=300)
     return run, before, _snapshot(sysfs) + _snapshot(disk), out

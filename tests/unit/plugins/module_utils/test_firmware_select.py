@@ -106,3 +106,20 @@ def test_roce_handoff_uses_the_card_port():
     # mlx5_1 is function 1 of its card: port 2; mlx5_2 has the OFED ecn/ tree and needs no firmware
     assert out == [{"devices": ["mlx5_1"], "params": {"ROCE_CC_PRIO_MASK_P2": 8, "CNP_DSCP_P2": 48,
                                                       "CNP_802P_PRIO_P2": 6, "RPG_AI_RATE_P2": 10}}]
+
+
+def test_a_comma_string_is_a_list_of_selectors():
+    targets = fs.targets(DEVICES, [{"devices": "mlx5_0, mlx5_2", "params": {"ATS_ENABLED": False}}], INFOS)
+    assert [t["pci"] for t in targets] == ["0000:0c:00.0", "0000:8c:00.0"]
+
+
+def test_unmatched_selectors_are_named():
+    entries = [{"devices": ["mlx5_0", "MCX755105AS-HEAT"], "params": {"X": 1}}, {"devices": "all", "params": {"Y": 1}}]
+    assert fs.unmatched_selectors(DEVICES, entries, INFOS) == ["firmware_mlxconfig[0].devices: MCX755105AS-HEAT"]
+
+
+def test_missing_params_are_found_on_every_card_before_any_is_written():
+    targets = fs.targets(DEVICES, [{"devices": "all", "params": {"LINK_TYPE_P1": "ETH", "ARR[3]": 1}}], INFOS)
+    reads = [{"device": "0000:0c:00.0", "config": {"LINK_TYPE_P1": {}, "ARR": {}}},
+             {"device": "0000:8c:00.0", "config": {"ARR[3]": {}}}]
+    assert fs.missing_params(targets, reads) == ["mlx5_2 (0000:8c:00.0) has no parameter LINK_TYPE_P1"]

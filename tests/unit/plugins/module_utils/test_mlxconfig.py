@@ -185,6 +185,9 @@ def test_plan_refuses_a_parameter_the_device_does_not_show():
     ({"LINK_TYPE_P1": "I B"}, "LINK_TYPE_P1='I B' must be a symbol"),
     ({"LINK_TYPE_P1": [1]}, "LINK_TYPE_P1=[1] must be"),
     ({"LINK_TYPE_P1": 1.5}, "LINK_TYPE_P1=1.5 must be"),
+    ({"NUM_OF_VFS": "010"}, "NUM_OF_VFS=010 has a leading zero, which the tool would read as octal; write 10 or 0xa"),
+    ({"NUM_OF_VFS": 4294967296}, "NUM_OF_VFS=4294967296 is larger than any mlxconfig parameter"),
+    ({"NUM_OF_VFS": "0x100000000"}, "NUM_OF_VFS=0x100000000 is larger than any mlxconfig parameter"),
 ])
 def test_check_params(params, fragment):
     assert any(fragment in error for error in mc.check_params(params))

@@ -137,3 +137,10 @@ def test_errors_name_the_parameter_and_write_nothing(host, args, fragment):
     assert failed and not result["changed"]
     assert fragment in result["msg"], result["msg"]
     assert sorted((p, p.read_bytes()) for p in disk.rglob("*") if p.is_file()) == before
+
+
+def test_a_refused_set_after_a_reset_reports_the_reset(host):
+    root = host()
+    result, failed = _run(root, device="mlx5_0", reset=True, params={"NUM_OF_VFS": 9999, "SRIOV_EN": True})
+    assert failed and result["changed"] is True
+    assert "the reset before it WAS applied" in result["msg"] and "NUM_OF_VFS" in result["msg"]
