@@ -50,16 +50,11 @@ options:
     description: Root of sysfs, used to resolve an RDMA device name.
     type: path
     default: /sys
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 notes:
   - Needs root. Each read runs the tool once (twice when O(params) names array entries the full query does not
     list, plus C(<tool> -d <pci> i) to check a symbol the device does not currently show).
 author:
-  - hpcnet.rdma contributors
+  - hpcnet.rdma contributors (@hpcnet)
 '''
 
 EXAMPLES = r'''
