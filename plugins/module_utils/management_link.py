@@ -475,6 +475,7 @@ def check(sysfs_root="/sys", proc_root="/proc", addresses=None, runner=None, env
         "management_interfaces": entries,
         "on_rdma": on_rdma,
         "message": build_message(entries, unresolved),
+        "unresolved_addresses": unresolved,
         "addresses": [item.split("%")[0] for item in clean],
         "address_source": address_source,
         "warnings": warnings,
@@ -512,7 +513,11 @@ def build_message(entries, unresolved=()):
     if hits:
         return "%s: %s" % ("; ".join(_subject(entry, _owner_text(entry)) for entry in hits), ADVICE)
     clauses = [_subject(entry) for entry in entries]
-    clauses += ["the connection address %s is on no interface of this host" % address for address in unresolved]
+    if unresolved:
+        return ("%s: the link that carries it cannot be checked, so a driver restart might cut this host off; reboot "
+                "the host instead, or set rdma_allow_driver_restart_on_management_link=true if its console does not "
+                "depend on that link" % "; ".join(clauses + ["the connection address %s is on no interface of this "
+                                                             "host" % address for address in unresolved]))
     if not clauses:
         return ("found no management interface (no default route in /proc/net/route or /proc/net/ipv6_route, no "
                 "connection address): a driver restart cuts no management link")

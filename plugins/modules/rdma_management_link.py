@@ -159,6 +159,13 @@ on_rdma:
     RV(management_interfaces[].netdev)), that is when a driver restart would cut the management link.
   type: bool
   returned: always
+unresolved_addresses:
+  description:
+    - Connection addresses that are on no interface of this host (behind NAT or a proxy), so the link that carries
+      them cannot be checked. The ofed role's guard refuses a driver restart while this is not empty.
+  type: list
+  elements: str
+  returned: always
 message:
   description:
     - One sentence naming the interfaces and devices, one clause per affected management interface joined with

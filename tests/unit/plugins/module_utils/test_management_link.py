@@ -297,6 +297,9 @@ def test_address_on_no_interface_warns_and_is_named(host):
     assert result["on_rdma"] is False and result["management_interfaces"] == []
     assert "the connection address 198.51.100.7 is on no interface of this host" in result["message"]
     assert any("198.51.100.7 is on no interface" in w for w in result["warnings"])
+    # the guard fails closed on it: the link that carries that address cannot be checked
+    assert result["unresolved_addresses"] == ["198.51.100.7"]
+    assert "cannot be checked, so a driver restart might cut this host off; reboot the host instead" in result["message"]
 
 
 def test_without_ip_ipv6_addresses_come_from_if_inet6_and_ipv4_ones_warn(host):

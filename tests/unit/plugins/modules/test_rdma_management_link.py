@@ -92,7 +92,8 @@ def test_result_is_read_only_and_the_same_in_check_mode(host, module_calls, chec
                                "_ansible_check_mode": check_mode})
     assert kind is AnsibleExitJson
     assert result["changed"] is False
-    assert set(result) == {"changed", "management_interfaces", "on_rdma", "message", "addresses", "address_source"}
+    assert set(result) == {"changed", "management_interfaces", "on_rdma", "message", "addresses", "address_source",
+                           "unresolved_addresses"}
     assert result["on_rdma"] is True
     assert result["message"] == MESSAGE  # the connection address is on eth0: only the default route is named
     assert [(e["reason"], e["interface"]) for e in result["management_interfaces"]] == [
