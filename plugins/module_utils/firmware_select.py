@@ -120,14 +120,6 @@ def targets(devices, entries, infos=None):
     return out
 
 
-def unmatched(devices, entries, infos=None):
-    """Indexes of entries that select no card on this host (reported, not refused: clusters mix card models)."""
-    chosen = set()
-    for target in targets(devices, entries, infos):
-        chosen.update(target["entries"])
-    return [index for index in range(len(entries)) if index not in chosen]
-
-
 def unmatched_selectors(devices, entries, infos=None):
     """``firmware_mlxconfig[i].devices: selector`` texts of selectors that pick no card on this host."""
     out = []

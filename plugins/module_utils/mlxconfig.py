@@ -163,10 +163,15 @@ def config_of(query):
 
 
 def pending_of(query):
-    """The parameters whose next-boot value differs from the current one (they take effect at the next boot)."""
-    return dict((name, {"current": normalize(p["current"]), "next_boot": normalize(p["next_boot"])})
-                for name, p in sorted(query["params"].items())
-                if p["current"] is not None and p["next_boot"] is not None and p["current"] != p["next_boot"])
+    """The parameters whose next-boot value differs from the current one (they take effect at the next boot), as
+    ``{current, next_boot}`` normalized and ``printed`` as the tool prints them."""
+    out = {}
+    for name, row in sorted(query["params"].items()):
+        current, next_boot = normalize(row["current"]), normalize(row["next_boot"])
+        if row["current"] is not None and row["next_boot"] is not None and current != next_boot:
+            out[name] = {"current": current, "next_boot": next_boot,
+                         "printed": {"current": row["current"], "next_boot": row["next_boot"]}}
+    return out
 
 
 def matches(raw, want):
@@ -463,11 +468,7 @@ def configure(make_device, device, params, reset, sysfs_root, check_mode):
             row = query["params"][name]
             row["next_boot"] = printed(row, confs.get(re.sub(r"\[\d+\]$", "", name)), change["after"])
     after = config_of(query)
-    pending = dict((name, {"current": after[name]["current"], "next_boot": after[name]["next_boot"],
-                           "printed": {"current": row["current"], "next_boot": row["next_boot"]}})
-                   for name, row in sorted(query["params"].items())
-                   if row["current"] is not None and row["next_boot"] is not None
-                   and after[name]["next_boot"] != after[name]["current"])
+    pending = pending_of(query)
     changed_names = sorted(steps["changes"])
     return dict(
         changed=bool(commands), device=pci, tool=dev.tool_name, device_info=query["device"], config=after,

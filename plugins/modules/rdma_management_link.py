@@ -199,19 +199,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.management_link import ManagementLinkError, check
 from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import SysfsError
-
-
-class ModuleRunner:
-    """Give management_link an AnsibleModule-backed runner (argv lists, LC_ALL=C)."""
-
-    def __init__(self, module):
-        self.module = module
-
-    def which(self, name):
-        return self.module.get_bin_path(name, required=False)
-
-    def run(self, argv):
-        return self.module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"}, check_rc=False)
+from ansible_collections.hpcnet.rdma.plugins.module_utils.tool_runner import ModuleRunner
 
 
 def main():

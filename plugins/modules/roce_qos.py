@@ -154,17 +154,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.roce_qos import (  # noqa: E402
     BACKENDS, SETTINGS, Port, QosApplyError, QosError, describe_step, validate)
-
-
-class ModuleRunner:
-    def __init__(self, module):
-        self.module = module
-
-    def which(self, name):
-        return self.module.get_bin_path(name)
-
-    def run(self, argv):
-        return self.module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"})
+from ansible_collections.hpcnet.rdma.plugins.module_utils.tool_runner import ModuleRunner  # noqa: E402
 
 
 ARGUMENT_SPEC = dict(

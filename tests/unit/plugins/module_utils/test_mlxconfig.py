@@ -65,8 +65,10 @@ def test_query_with_default_current_next_boot():
     assert q["params"]["PCI_ATOMIC_MODE"]["current"] == "PCI_ATOMIC_DISABLED_EXT_ATOMIC_ENABLED(0)"
     assert mc.config_of(q)["CNP_DSCP_P1"] == {"default": 48, "current": 48, "next_boot": 48}
     assert mc.config_of(q)["PCI_DOWNSTREAM_PORT_OWNER"]["current"] == "Array[0..15]"
-    assert mc.pending_of(q) == {"LEGACY_BOOT_PROTOCOL": {"current": 1, "next_boot": 0},
-                                "ROCE_CONTROL": {"current": 0, "next_boot": 2}}
+    assert mc.pending_of(q) == {
+        "LEGACY_BOOT_PROTOCOL": {"current": 1, "next_boot": 0, "printed": {"current": "PXE(1)", "next_boot": "NONE(0)"}},
+        "ROCE_CONTROL": {"current": 0, "next_boot": 2,
+                         "printed": {"current": "DEVICE_DEFAULT(0)", "next_boot": "ROCE_ENABLE(2)"}}}
 
 
 def test_query_without_e_has_only_next_boot():
@@ -82,13 +84,15 @@ def test_query_without_e_has_only_next_boot():
 
 def test_pending_and_array_entries():
     q = _query("rdma-outputs/mlxconfig-query-02.txt")
-    assert mc.pending_of(q) == {"MEMIC_SIZE_LIMIT": {"current": 1, "next_boot": 0}}
+    assert mc.pending_of(q) == {"MEMIC_SIZE_LIMIT": {"current": 1, "next_boot": 0,
+                                                     "printed": {"current": "_256KB(1)", "next_boot": "DISABLED(0)"}}}
     assert q["params"]["ESWITCH_HAIRPIN_DESCRIPTORS"]["next_boot"] == "Array[0..7]"
     q = _query("rdma-outputs/mlxconfig-query-03.txt")
     assert sorted(q["params"]) == ["ESWITCH_HAIRPIN_DESCRIPTORS[%d]" % i for i in range(8)]
     q = _query("rdma-outputs/mlxconfig-query-04.txt")
     # an enum whose current value has no symbol prints the bare number
-    assert mc.pending_of(q)["PCI_DOWNSTREAM_PORT_OWNER[0]"] == {"current": 148, "next_boot": 0}
+    assert mc.pending_of(q)["PCI_DOWNSTREAM_PORT_OWNER[0]"] == {
+        "current": 148, "next_boot": 0, "printed": {"current": "148", "next_boot": "DEVICE_DEFAULT(0)"}}
     assert "PCI_DOWNSTREAM_PORT_OWNER[2]" not in mc.pending_of(q)
 
 
