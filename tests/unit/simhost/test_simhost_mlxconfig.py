@@ -246,7 +246,8 @@ def test_set_changes_next_boot_only_and_a_reboot_makes_it_current(vpi):
     q = mc.parse_query(ok(root, "mlxconfig", "-d", "0c:00.0", "-e", "q", "LINK_TYPE_P2"))
     assert q["params"]["LINK_TYPE_P2"] == {"default": "IB(1)", "current": "ETH(2)", "next_boot": "IB(1)",
                                            "modified": True}
-    assert mc.pending_of(q) == {"LINK_TYPE_P2": {"current": 2, "next_boot": 1}}
+    assert mc.pending_of(q) == {"LINK_TYPE_P2": {"current": 2, "next_boot": 1,
+                                                 "printed": {"current": "ETH(2)", "next_boot": "IB(1)"}}}
     port = root / "class/infiniband/mlx5_1/ports/1"
     assert (port / "link_layer").read_text() == "Ethernet\n"                       # nothing changes before the boot
     exp = boot("cx7_vpi_2p", root)                                                  # reboot
