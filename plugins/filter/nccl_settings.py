@@ -18,7 +18,7 @@ _LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
 _NCCL_NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
 # One line of printable text: nccl.conf is NAME=value per line and '#' starts a comment.
 _CONF_VALUE = re.compile(r"^[^\x00-\x1f\x7f#]+$")
-_COMPUTED = ("NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_TC", "NCCL_SOCKET_IFNAME")
+_COMPUTED = ("NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_TC", "NCCL_SOCKET_IFNAME", "NCCL_IB_PKEY")
 
 
 def _conf_value(name, value):

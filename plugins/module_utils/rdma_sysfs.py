@@ -188,6 +188,15 @@ def parse_traffic_class(text):
     return _parse_tclass(text)["global_tclass"]
 
 
+def port_guid_of(gids):
+    """The port GUID of an InfiniBand port: the low 64 bits of its GID 0 (subnet prefix + port GUID), as
+    ``0x%016x``; None without a GID 0."""
+    for entry in gids or []:
+        if entry.get("index") == 0 and entry.get("gid"):
+            return "0x" + entry["gid"].replace(":", "")[16:32].lower()
+    return None
+
+
 def select_roce_v2_ipv4_gid_index(gids):
     """Return the GID index NCCL_IB_GID_INDEX must take on a RoCE port, or None.
 
@@ -320,7 +329,8 @@ class RdmaSysfs:
         facts["gids"] = gids
         facts["roce_v2_ipv4_gid_index"] = select_roce_v2_ipv4_gid_index(gids) if is_ethernet else None
         facts["netdev"] = self.port_netdev(int(port), gids, parent_netdevs, is_ethernet)
-        facts["pkeys"] = self.read_pkeys(pdir)
+        facts["pkeys"], facts["pkey_indexes"] = self.read_pkey_table(pdir)
+        facts["port_guid"] = None if is_ethernet else port_guid_of(gids)
         tclass = read_attr(self.path("class", "infiniband", dev, "tc", port, "traffic_class"))
         facts["traffic_class"] = parse_traffic_class(tclass) if tclass else None
         facts["rdma_cm"] = self.read_rdma_cm(dev, port)
@@ -350,12 +360,19 @@ class RdmaSysfs:
 
     def read_pkeys(self, pdir):
         """Return the non-zero P_Keys of a port (``["0xffff", ...]``) in table order."""
-        pkeys = []
-        for _index, path, raw in numbered_attrs(os.path.join(pdir, "pkeys")):
+        return self.read_pkey_table(pdir)[0]
+
+    def read_pkey_table(self, pdir):
+        """Return the non-zero P_Keys of a port in table order and their table indexes (``{"0xffff": 0}``; the
+        first index of a P_Key listed twice). NCCL_IB_PKEY is such an index; the list leaves out the empty
+        (0x0000) slots, so its positions are not table indexes."""
+        pkeys, indexes = [], {}
+        for index, path, raw in numbered_attrs(os.path.join(pdir, "pkeys")):
             value = parse_pkey(raw, path)
             if value is not None:
                 pkeys.append(value)
-        return pkeys
+                indexes.setdefault(value, int(index))
+        return pkeys, indexes
 
     def read_rdma_cm(self, dev, port):
         """RDMA-CM per-port defaults from configfs, or None when the configfs directory does not exist."""

@@ -249,6 +249,19 @@ ansible_facts:
                   type: list
                   elements: str
                   sample: ["0xffff"]
+                pkey_indexes:
+                  description:
+                    - The index in the port's P_Key table (C(pkeys/<i>)) of each P_Key in O(pkeys) (its first index
+                      when listed twice). C(NCCL_IB_PKEY) is such an index. The positions in O(pkeys) are not
+                      indexes once the table has an empty (C(0x0000)) slot before the entry.
+                  type: dict
+                  sample: {"0xffff": 0, "0x8002": 1}
+                port_guid:
+                  description: Port GUID of an InfiniBand port, the low 64 bits of its GID 0 (C(gids/0)), as
+                    C(0x) and 16 hex digits (what C(ibstat -p) lists and opensm's C(guid) option takes). V(null) on
+                    Ethernet and without a GID 0.
+                  type: str
+                  sample: "0x0c42a10300aa0101"
                 traffic_class:
                   description: Traffic class (IPv6 traffic class / ToS byte, 0-255) the RDMA stack sets on this port,
                     from MLNX_OFED's C(class/infiniband/<dev>/tc/<n>/traffic_class) (C(Global tclass=160)).

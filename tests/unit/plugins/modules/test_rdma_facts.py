@@ -102,7 +102,7 @@ def test_public_key_names_are_exactly_the_documented_ones(tmp_path, commands):
     assert set(device) == {"fw_ver", "node_guid", "sys_image_guid", "board_id", "hca_type", "node_type", "pci_address", "netdevs", "ports"}
     port = device["ports"]["1"]
     assert set(port) == {"state", "phys_state", "link_layer", "rate_gbps", "width", "speed", "lid", "sm_lid", "netdev", "gids",
-                         "roce_v2_ipv4_gid_index", "pkeys", "traffic_class", "rdma_cm"}
+                         "roce_v2_ipv4_gid_index", "pkeys", "pkey_indexes", "port_guid", "traffic_class", "rdma_cm"}
     assert set(port["gids"][0]) == {"index", "gid", "type", "netdev", "ipv4"}
     assert set(rdma["netdevs"]["ens1np0"]) == {"mtu", "operstate", "carrier", "speed_mbps", "address", "rdma_device", "rdma_port", "ecn"}
     assert rdma["stack"] is None and commands["calls"] == []
@@ -188,7 +188,7 @@ def test_documentation_lists_every_port_key():
     rdma = ret["ansible_facts"]["contains"]["rdma"]["contains"]
     port_keys = set(rdma["devices"]["contains"]["ports"]["contains"])
     assert port_keys >= {"state", "phys_state", "link_layer", "rate_gbps", "width", "speed", "lid", "sm_lid", "netdev", "gids",
-                         "roce_v2_ipv4_gid_index", "pkeys", "traffic_class", "rdma_cm", "counters", "hw_counters"}
+                         "roce_v2_ipv4_gid_index", "pkeys", "pkey_indexes", "port_guid", "traffic_class", "rdma_cm", "counters", "hw_counters"}
     assert set(rdma["netdevs"]["contains"]) == {"mtu", "operstate", "carrier", "speed_mbps", "address", "rdma_device", "rdma_port", "ecn"}
     assert set(rdma) == {"sysfs_root", "devices", "netdevs", "kernel_modules", "memlock", "stack"}
     doc = yaml.safe_load(rdma_facts.DOCUMENTATION)
@@ -205,3 +205,20 @@ def test_module_on_a_simulated_mixed_host(tmp_path, commands):
     assert rdma["stack"]["provider"] == "mlnx_ofed" and rdma["stack"]["version"] == "24.10-1.1.4.0"
     roce = [d["ports"]["1"] for d in rdma["devices"].values() if d["ports"]["1"]["link_layer"] == "Ethernet"]
     assert [p["roce_v2_ipv4_gid_index"] for p in roce] == [3]
+
+
+def test_pkey_indexes_are_table_indexes_and_port_guid_is_gid0(tmp_path):
+    """NCCL_IB_PKEY is a P_Key table index: an empty slot before an entry must not shift it; the port GUID is the
+    low half of GID 0 (what opensm's guid option takes)."""
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import RdmaSysfs
+    port = tmp_path / "class" / "infiniband" / "mlx5_0" / "ports" / "1"
+    (port / "pkeys").mkdir(parents=True)
+    (port / "gids").mkdir()
+    for index, value in enumerate(["0xffff", "0x0000", "0x8002", "0x0000"]):
+        (port / "pkeys" / str(index)).write_text(value + "\n")
+    (port / "gids" / "0").write_text("fe80:0000:0000:0000:0c42:a103:00aa:0101\n")
+    (port / "link_layer").write_text("InfiniBand\n")
+    facts = RdmaSysfs(str(tmp_path)).read_port("mlx5_0", str(port.parent.parent), "1", [])
+    assert facts["pkeys"] == ["0xffff", "0x8002"]
+    assert facts["pkey_indexes"] == {"0xffff": 0, "0x8002": 2}
+    assert facts["port_guid"] == "0x0c42a10300aa0101"

@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2025, hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the infiniband role: the host's plan (ports, opensm instances, partitions.conf, IPoIB netdevs) and the
+link type handed to the firmware role."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils import infiniband
+
+__metaclass__ = type
+
+
+def infiniband_plan(rdma, partitions=None, default_partition=None, ipoib=None, sm=False, sm_priority=0,
+                    sm_devices=None, hosts=None, host_index=None, enhanced_ipoib=False, link_type_devices=None,
+                    keep_netdevs=None):
+    """``ansible_facts.rdma`` and the role's inputs -> ``{ports, link_type_ports, sm, partitions, partitions_conf,
+    ipoib, errors}`` (module_utils/infiniband.py); input errors are returned in ``errors``, never raised."""
+    if not isinstance(rdma, dict) or "devices" not in rdma:
+        raise AnsibleFilterError("infiniband_plan: expected ansible_facts.rdma from hpcnet.rdma.rdma_facts")
+    return infiniband.plan(rdma, partitions if partitions is not None else [], default_partition, ipoib, sm,
+                           sm_priority, sm_devices or [], hosts or {}, host_index, bool(enhanced_ipoib),
+                           link_type_devices or [], keep_netdevs or [])
+
+
+def infiniband_link_type_mlxconfig(rdma, ports):
+    """Ports (``[{device, port}]``) -> firmware_mlxconfig entries setting their card port to InfiniBand:
+    ``LINK_TYPE_P<n>=IB`` with n = the PCI function of the device + 1 (function N-1 drives card port N)."""
+    out = []
+    for port in ports or []:
+        dev = ((rdma or {}).get("devices") or {}).get(port.get("device")) or {}
+        pci = dev.get("pci_address") or ""
+        if "." not in pci:
+            raise AnsibleFilterError("infiniband_link_type_mlxconfig: %s has no PCI address in the RDMA facts, so "
+                                     "its card port cannot be named" % port.get("device"))
+        out.append({"devices": [port["device"]],
+                    "params": {"LINK_TYPE_P%d" % (int(pci.rsplit(".", 1)[1], 16) + 1): "IB"}})
+    return out
+
+
+def nccl_ib_pkey(rdma, partitions, name, ports=None):
+    """The NCCL_IB_PKEY value (a P_Key table index) of partition ``name`` on the ports NCCL uses (``[{device,
+    port}]``, default every InfiniBand port): ``{index, pkey, error}``."""
+    pkey = infiniband.partition_pkey(partitions, name)
+    if pkey is None:
+        names = ["Default"] + [p.get("name") for p in (partitions or []) if isinstance(p, dict) and p.get("name")]
+        return {"index": None, "pkey": None, "error": "nccl_ib_partition %r is not a partition of infiniband_partitions;"
+                " allowed: %s" % (name, ", ".join(names))}
+    want = set("%s:%s" % (p["device"], p["port"]) for p in (ports or []))
+    facts = [p for p in infiniband.ib_ports(rdma) if not want or "%s:%s" % (p["device"], p["port"]) in want]
+    index, error = infiniband.nccl_pkey_index(facts, pkey)
+    return {"index": index, "pkey": "0x%04x" % pkey, "error": error}
+
+
+def infiniband_sminfo(text):
+    """``sminfo`` output -> ``{lid, guid, activity_count, priority, state, state_name}`` or ``{error}``."""
+    return infiniband.parse_sminfo(text)
+
+
+class FilterModule:
+    """hpcnet.rdma infiniband filters."""
+
+    def filters(self):
+        return {"infiniband_plan": infiniband_plan, "infiniband_link_type_mlxconfig": infiniband_link_type_mlxconfig,
+                "nccl_ib_pkey": nccl_ib_pkey, "infiniband_sminfo": infiniband_sminfo}
