@@ -14,14 +14,15 @@ __metaclass__ = type
 
 
 def infiniband_plan(rdma, partitions=None, default_partition=None, ipoib=None, sm=False, sm_priority=0,
-                    sm_devices=None, hosts=None, host_index=None, enhanced_ipoib=False, link_type_devices=None,
+                    sm_devices=None, hosts=None, host_index=None, ipoib_addresses=None, link_type_devices=None,
                     keep_netdevs=None):
     """``ansible_facts.rdma`` and the role's inputs -> ``{ports, link_type_ports, sm, partitions, partitions_conf,
     ipoib, errors}`` (module_utils/infiniband.py); input errors are returned in ``errors``, never raised."""
     if not isinstance(rdma, dict) or "devices" not in rdma:
         raise AnsibleFilterError("infiniband_plan: expected ansible_facts.rdma from hpcnet.rdma.rdma_facts")
     return infiniband.plan(rdma, partitions if partitions is not None else [], default_partition, ipoib, sm,
-                           sm_priority, sm_devices or [], hosts or {}, host_index, bool(enhanced_ipoib),
+                           sm_priority, sm_devices or [], hosts or {}, host_index,
+                           infiniband.enhanced_ipoib_netdevs(ipoib_addresses),
                            link_type_devices or [], keep_netdevs or [])
 
 

@@ -23,7 +23,21 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils import ib_partitions a
 __metaclass__ = type
 
 SM_PRIORITY_MAX = 15
-ENHANCED_IPOIB_STACKS = ("mlnx_ofed", "doca")
+IPOIB_CM_FLAG = 0x80  # IPOIB_CM_SUPPORTED: the RC flag in byte 0 of an IPoIB hardware address
+
+
+def enhanced_ipoib_netdevs(addresses):
+    """IPoIB netdevs whose hardware address (``class/net/<if>/address``, 20 bytes) lacks the connected-mode flag, as
+    the kernel tests it before it takes ``connected``: enhanced IPoIB (mlx5's offload)."""
+    out = []
+    for name, address in sorted((addresses or {}).items()):
+        first = (address or "").strip().split(":")[0]
+        try:
+            if not int(first, 16) & IPOIB_CM_FLAG:
+                out.append(name)
+        except ValueError:
+            continue
+    return out
 _NETDEV_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 _PORT_SEL_RE = re.compile(r"^([A-Za-z0-9_]+)(?::(\d+))?$")
 
@@ -195,7 +209,7 @@ def _address_errors(name, address, pool, host_index):
     return "%s/%d" % (net.network_address + index, net.prefixlen), []
 
 
-def plan_ipoib(ipoib, ports, partitions, default_part, enhanced, host_index):
+def plan_ipoib(ipoib, ports, partitions, default_part, enhanced, host_index):  # noqa: C901
     """IPoIB netdevs to configure: ``[{name, parent, pkey, mode, mtu, address, partition}]`` (parent first, then its
     children), and the errors. Netdevs configured are those with an address or a pool (a parent by its netdev name,
     a child by ``<parent>.<P_Key with the full bit>``, e.g. ``ibp24s0.8002``); every partition with ``ipoib: true``
@@ -212,10 +226,18 @@ def plan_ipoib(ipoib, ports, partitions, default_part, enhanced, host_index):
     if mode not in ibp.IPOIB_MODES:
         errors.append("infiniband_ipoib.mode %r; allowed: %s" % (mode, ", ".join(ibp.IPOIB_MODES)))
         return [], errors
-    if mode == "connected" and enhanced:
-        errors.append("infiniband_ipoib.mode connected: this host's mlx5 IPoIB is enhanced IPoIB (MLNX_OFED / DOCA, "
-                      "ib_ipoib ipoib_enhanced=1), which supports datagram mode only; set mode datagram (or load "
-                      "ib_ipoib with ipoib_enhanced=0 to get connected mode back)")
+    enhanced = sorted(enhanced if isinstance(enhanced, (list, tuple, set)) else
+                      ([p["netdev"] for p in ports if p.get("netdev")] if enhanced else []))
+    wanted_parents = sorted(set(p["netdev"] for p in ports if p.get("netdev")) &
+                            set(list(ipoib.get("addresses") or {}) + list(ipoib.get("pools") or {})
+                                + [n.rsplit(".", 1)[0] for n in list(ipoib.get("addresses") or {})
+                                   + list(ipoib.get("pools") or {})]))
+    refused = [n for n in (wanted_parents or enhanced) if n in enhanced]
+    if mode == "connected" and refused:
+        errors.append("infiniband_ipoib.mode connected: the IPoIB of %s is enhanced IPoIB (mlx5 offload, ConnectX-4 "
+                      "and later: no connected-mode flag in its hardware address), which supports datagram mode "
+                      "only; set mode datagram (MLNX_OFED / DOCA can load ib_ipoib with ipoib_enhanced=0 to get "
+                      "connected mode back)" % ", ".join(refused))
         return [], errors
     addresses = ipoib.get("addresses") or {}
     pools = ipoib.get("pools") or {}
@@ -272,7 +294,7 @@ def sm_instances(ports, sm, priority, sm_devices=None):
 
 
 def plan(rdma, partitions, default_overrides, ipoib, sm, sm_priority, sm_devices, hosts, host_index,
-         enhanced_ipoib=False, link_type_devices=None, keep_netdevs=None):
+         enhanced_ipoib=None, link_type_devices=None, keep_netdevs=None):
     """The whole plan of one host (see the module docstring): ``{ports, link_type_ports, sm, partitions,
     partitions_conf, ipoib, errors}``. ``hosts`` maps every play host of the infiniband group to ``{rdma, sm,
     sm_priority, sm_devices}`` (for host selectors and the SM priority check)."""

@@ -104,8 +104,15 @@ def test_ipoib_mtu_rules():
 
 
 def test_connected_mode_on_enhanced_ipoib_is_refused():
-    errors = _plan(ipoib={"mode": "connected"}, enhanced_ipoib=True)["errors"]
-    assert "supports datagram mode only" in errors[0]
+    # the kernel's test: the connected-mode (RC) flag in byte 0 of the 20-byte IPoIB hardware address
+    addresses = {"ibp24s0": "00:00:10:87:fe:80:00:00:00:00:00:00:0c:42:a1:03:00:aa:01:01",
+                 "ibp25s0": "80:00:10:87:fe:80:00:00:00:00:00:00:0c:42:a1:03:00:aa:02:01"}
+    enhanced = ib.enhanced_ipoib_netdevs(addresses)
+    assert enhanced == ["ibp24s0"]
+    errors = _plan(ipoib={"mode": "connected", "addresses": {"ibp24s0": "10.10.0.11/16"}}, enhanced_ipoib=enhanced)["errors"]
+    assert "the IPoIB of ibp24s0 is enhanced IPoIB" in errors[0] and "supports datagram mode only" in errors[0]
+    ok = _plan(ipoib={"mode": "connected", "addresses": {"ibp25s0": "10.10.0.11/16"}}, enhanced_ipoib=enhanced)
+    assert ok["errors"] == []
 
 
 @pytest.mark.parametrize("ipoib,text", [
