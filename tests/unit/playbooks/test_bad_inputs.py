@@ -24,7 +24,7 @@ from simhost import profile, tree  # tests/simhost, on sys.path via tests/unit/c
 SIM_BIN = Path(__file__).resolve().parents[2] / "simhost" / "bin"
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CATALOGUE = yaml.safe_load((REPO_ROOT / "tests" / "bad_inputs" / "catalogue.yml").read_text(encoding="utf-8"))
-FIELDS = {"id", "playbook", "group", "profile", "extra_vars", "message", "netns"}
+FIELDS = {"id", "playbook", "group", "profile", "extra_vars", "message", "netns", "hosts"}
 # A fresh network namespace (with its own mount namespace, so that /sys shows its interfaces): lo up, and a veth
 # pair that stays down.
 UNSHARE = ["unshare", "--net", "--mount"]
@@ -57,8 +57,10 @@ def _run(entry, tmp_path, monkeypatch):
     tree.build_tree(profile.load(entry["profile"]), sysfs, host_index=1)
     out = tmp_path / "out"
     out.mkdir()
-    inventory = {"all": {"children": {entry["group"]: {"hosts": {"bad-input-host": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "ansible_become": False}}}}}}
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "ansible_become": False}
+    # `hosts` (optional): inventory hosts of the group with their own variables, all on this one simulated host
+    hosts = dict((name, dict(local, **(hvars or {}))) for name, hvars in (entry.get("hosts") or {"bad-input-host": {}}).items())
+    inventory = {"all": {"children": {entry["group"]: {"hosts": hosts}}}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory), encoding="utf-8")
     extra = dict({"rdma_sysfs_root": str(sysfs), "nccl_conf_path": str(out / "nccl.conf")}, **entry["extra_vars"])
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO_ROOT / entry["playbook"]),
