@@ -1,5 +1,5 @@
 """Command line: ``python3 -m simhost build --profile NAME|PATH --root DIR [--host-index N]``, ``check``, ``list``,
-``watch``, ``cable unplug|plug --device DEV --port N [--root DIR]``."""
+``watch``, ``cable unplug|plug --device DEV --port N [--root DIR]``, ``fabric netfile|env ...`` (simhost/fabric.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,14 @@ from .tree import build_tree
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["fabric"]:  # the InfiniBand fabric commands (ibsim netfile, umad2sim env files)
+        from .fabric import main as fabric_main  # pylint: disable=import-outside-toplevel
+        try:
+            return fabric_main(argv[1:])
+        except (ProfileError, ValueError, OSError) as exc:
+            print(f"simhost: error: {exc}", file=sys.stderr)
+            return 2
     parser = argparse.ArgumentParser(prog="python3 -m simhost", description="simulated ConnectX host kit")
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="(re)build the sysfs tree of a profile under a root directory")
@@ -26,6 +34,7 @@ def main(argv=None) -> int:
     c.add_argument("--profile", required=True)
     c.add_argument("--host-index", type=int, default=None)
     sub.add_parser("list", help="list the bundled profiles")
+    sub.add_parser("fabric", help="InfiniBand fabric: netfile (ibsim topology), env (umad2sim env files)")
     w = sub.add_parser("watch", help="keep kernel attribute files (configfs rdma_cm, traffic_class, ecn) settled")
     w.add_argument("--root", required=True)
     w.add_argument("--once", action="store_true", help="settle once and exit")

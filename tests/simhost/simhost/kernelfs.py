@@ -321,6 +321,218 @@ def rmdir_cm_device(root: Path, dev: str) -> None:
     shutil.rmtree(root / "kernel/config/rdma_cm" / dev, ignore_errors=True)
 
 
+# ------------------------------------------------------------------------------------------------ IPoIB
+# drivers/infiniband/ulp/ipoib: ipoib_main.c (create_child/delete_child/pkey, ipoib_set_mode), ipoib_vlan.c
+# (ipoib_vlan_add: child "<parent>.%04x", -ENOTUNIQ for a P_Key the parent or a child already has; ipoib_vlan_delete:
+# -ENODEV when no child has it), ipoib_cm.c (connected mode needs IPOIB_FLAGS_RC in the hardware address).
+IPOIB_FLAGS_RC = 0x80
+IPOIB_CM_MTU = 65520          # ipoib_cm_max_mtu(): 0x10000 - 0x10
+IPOIB_STATE = "ipoib.json"
+
+
+def ipoib_address(port_guid: str, qpn: int, enhanced: bool = True) -> str:
+    """The 20-byte IPoIB hardware address: flags byte (0x80 = RC, connected mode possible; enhanced IPoIB has no
+    RC), 24-bit QPN, then the port GID (fe80::/64 + port GUID), as ``ip link`` / ``address`` show it."""
+    flags = 0 if enhanced else IPOIB_FLAGS_RC
+    head = [flags, (qpn >> 16) & 0xFF, (qpn >> 8) & 0xFF, qpn & 0xFF, 0xfe, 0x80, 0, 0, 0, 0, 0, 0]
+    return ":".join(f"{b:02x}" for b in head) + ":" + ":".join(port_guid[i:i + 2] for i in range(0, 16, 2))
+
+
+def ipoib_broadcast(pkey: int) -> str:
+    """Broadcast address of a P_Key's IPoIB link (the broadcast MGID ff12:401b:<pkey>::ffff:ffff, QPN 0xffffff)."""
+    return f"00:ff:ff:ff:ff:12:40:1b:{pkey >> 8:02x}:{pkey & 0xFF:02x}:00:00:00:00:00:00:ff:ff:ff:ff"
+
+
+def scanf_i(text: str):
+    """C sscanf("%i"): leading blanks, a sign, 0x hex / 0 octal / decimal, stops at the first non-digit; None when
+    nothing converts (the store returns -EINVAL)."""
+    m = re.match(r"^\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)", text)
+    if not m:
+        return None
+    digits = m.group(2)
+    val = int(digits, 16) if digits[:2].lower() == "0x" else (int(digits, 8) if digits.startswith("0") else int(digits))
+    return -val if m.group(1) == "-" else val
+
+
+def _ip(argv: list) -> tuple:
+    import subprocess  # pylint: disable=import-outside-toplevel
+    res = subprocess.run(["ip"] + argv, capture_output=True, text=True, check=False, timeout=30)
+    return res.returncode, (res.stderr or res.stdout).strip()
+
+
+# The real-link side of an IPoIB change (hosts with real_netdevs: the netdevs are container links): None on a tree
+# without real links (unit tests, static profiles). Tests may replace it with a recorder.
+IP_RUNNER = _ip
+
+
+def _real_links(root: Path) -> bool:
+    text = sysfs.read(root / ".simhost/profile.json")
+    return bool(text and json.loads(text).get("real_netdevs"))
+
+
+def _link_exists(name: str) -> bool:
+    return IP_RUNNER(["link", "show", "dev", name])[0] == 0
+
+
+def ipoib_netdevs(root: Path) -> list[str]:
+    """IPoIB parents (type 32, with create_child) in class/net."""
+    out = []
+    for name in sysfs.ls(root / "class/net"):
+        nd = root / "class/net" / name
+        if sysfs.read(nd / "type") == "32" and (nd / "create_child").exists():
+            out.append(name)
+    return out
+
+
+def ipoib_children(root: Path, parent: str) -> dict:
+    """{pkey: child netdev} of a parent (children have a ``parent`` file)."""
+    out = {}
+    for name in sysfs.ls(root / "class/net"):
+        nd = root / "class/net" / name
+        if sysfs.read(nd / "parent") == parent:
+            out[int(sysfs.read(nd / "pkey") or "0", 16)] = name
+    return out
+
+
+def _ipoib_mcast_mtu(root: Path, parent: str) -> int:
+    """The broadcast group's MTU minus 4: the profile port's boot MTU (2044 for a 2048 partition MTU)."""
+    text = sysfs.read(root / ".simhost/profile.json")
+    for dev in (json.loads(text) if text else {}).get("devices", []):
+        for port in dev["ports"]:
+            if port.get("netdev") == parent:
+                return min(int(port.get("mtu") or 2044), 4092)
+    return 2044
+
+
+def _next_ifindex(root: Path) -> int:
+    return 1 + max([int(sysfs.read(root / "class/net" / n / "ifindex") or 0) for n in sysfs.ls(root / "class/net")] or [0])
+
+
+def create_ipoib_child(root: Path, parent: str, pkey: int) -> str:
+    """What ipoib_vlan_add leaves in sysfs: ``<parent>.%04x`` next to the parent (same PCI function), type 32, its
+    own QPN, the P_Key's broadcast address, ``pkey``/``mode``/``umcast``/``parent``, down until someone sets it up."""
+    pdir = (root / "class/net" / parent).resolve()
+    name = f"{parent}.{pkey:04x}"
+    cdir = pdir.parent / name
+    addr = sysfs.read(pdir / "address") or ipoib_address("0" * 16, 0x001089)
+    qpn = int("".join(addr.split(":")[1:4]), 16) + 2 * (1 + len(ipoib_children(root, parent)))
+    enhanced = not int(addr.split(":")[0], 16) & IPOIB_FLAGS_RC
+    files = {
+        "type": "32", "addr_len": "20", "address": ipoib_address("".join(addr.split(":")[12:]), qpn, enhanced),
+        "broadcast": ipoib_broadcast(pkey), "mode": "datagram", "pkey": f"0x{pkey:04x}", "umcast": "0",
+        "parent": parent, "mtu": str(_ipoib_mcast_mtu(root, parent)), "operstate": "down", "flags": "0x1002",
+        "ifindex": str(_next_ifindex(root)), "iflink": sysfs.read(pdir / "ifindex") or "0", "dev_id": "0x0",
+        "dev_port": sysfs.read(pdir / "dev_port") or "0", "tx_queue_len": "256", "carrier_changes": "0",
+    }
+    for fname, text in files.items():
+        _w(cdir / fname, text + "\n")
+    for stat in ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_errors", "tx_errors", "rx_dropped", "tx_dropped"):
+        _w(cdir / "statistics" / stat, "0\n")
+    if (pdir / "device").is_symlink() and not os.path.lexists(cdir / "device"):
+        os.symlink(os.readlink(pdir / "device"), cdir / "device")
+    link = root / "class/net" / name
+    if not os.path.lexists(link):
+        os.symlink(os.path.relpath(cdir, link.parent), link)
+    return name
+
+
+def delete_ipoib_child(root: Path, name: str) -> None:
+    link = root / "class/net" / name
+    target = link.resolve()
+    if os.path.lexists(link):
+        link.unlink()
+    shutil.rmtree(target, ignore_errors=True)
+
+
+def _settle_ipoib(root: Path) -> None:  # noqa: C901
+    parents = ipoib_netdevs(root)
+    if not parents:
+        return
+    state = _state(root, IPOIB_STATE)
+    changed = False
+    real = None
+    for parent in parents:
+        nd = root / "class/net" / parent
+        state.setdefault(parent, {"mode": "datagram"})
+        # mode (parent and children): "connected\n" / "datagram\n" exactly (strcmp in ipoib_set_mode)
+        for netdev in [parent] + sorted(ipoib_children(root, parent).values()):
+            mdir = root / "class/net" / netdev
+            mode_now = state.get(netdev, {}).get("mode", "datagram")
+            raw = _raw(mdir / "mode")
+            if raw is None or raw == mode_now + "\n":
+                continue
+            addr = sysfs.read(mdir / "address") or ""
+            cm_ok = bool(addr) and bool(int(addr.split(":")[0], 16) & IPOIB_FLAGS_RC)
+            if raw == "connected\n" and cm_ok:
+                new_mode, mtu = "connected", IPOIB_CM_MTU
+            elif raw == "datagram\n":
+                new_mode = "datagram"
+                mtu = min(_ipoib_mcast_mtu(root, parent), int(sysfs.read(mdir / "mtu") or 2044))
+            else:
+                why = ("enhanced IPoIB: no connected mode (IPOIB_FLAGS_RC clear in the hardware address)"
+                       if raw == "connected\n" else "not 'connected\\n' or 'datagram\\n'")
+                _log(root, "class/net/%s/mode: write %r refused (EINVAL, %s); file restored" % (netdev, raw, why))
+                _w(mdir / "mode", mode_now + "\n")
+                continue
+            state.setdefault(netdev, {})["mode"] = new_mode
+            changed = True
+            _w(mdir / "mode", new_mode + "\n")
+            if mode_now != new_mode:
+                _w(mdir / "mtu", "%d\n" % mtu)
+                if real is None:
+                    real = _real_links(root)
+                if real and _link_exists(netdev):
+                    IP_RUNNER(["link", "set", "dev", netdev, "mtu", str(mtu)])
+        # create_child / delete_child (write-only: left empty after the store ran)
+        for attr in ("create_child", "delete_child"):
+            raw = _raw(nd / attr)
+            if not raw:
+                continue
+            _w(nd / attr, "")
+            pkey = scanf_i(raw)
+            children = ipoib_children(root, parent)
+            if attr == "create_child":
+                if pkey is None or pkey <= 0 or pkey > 0xFFFF or pkey == 0x8000:
+                    err = "EINVAL"
+                elif pkey == int(sysfs.read(nd / "pkey") or "0xffff", 16) or pkey in children:
+                    err = "ENOTUNIQ"
+                else:
+                    err = None
+                    name = create_ipoib_child(root, parent, pkey)
+                    state[name] = {"mode": "datagram"}
+                    changed = True
+                    if real is None:
+                        real = _real_links(root)
+                    if real and _link_exists(parent):
+                        # no ipoib link type in this kernel: a macvlan on the parent's link stands in (same L2)
+                        rc, msg = IP_RUNNER(["link", "add", name, "link", parent, "type", "macvlan", "mode", "bridge"])
+                        if rc == 0:
+                            IP_RUNNER(["link", "set", "dev", name, "mtu", sysfs.read(root / "class/net" / name / "mtu")])
+                        else:
+                            _log(root, "ip link add %s (macvlan on %s) failed: %s" % (name, parent, msg))
+            else:
+                if pkey is None or pkey < 0 or pkey > 0xFFFF:
+                    err = "EINVAL"
+                elif pkey not in children:
+                    err = "ENODEV"
+                else:
+                    err = None
+                    name = children[pkey]
+                    delete_ipoib_child(root, name)
+                    state.pop(name, None)
+                    changed = True
+                    if real is None:
+                        real = _real_links(root)
+                    if real and _link_exists(name):
+                        IP_RUNNER(["link", "del", "dev", name])
+            if err:
+                _log(root, "class/net/%s/%s: write %r refused (%s)" % (parent, attr, raw, err))
+            else:
+                _log(root, "class/net/%s/%s: %r accepted" % (parent, attr, raw))
+    if changed:
+        _save(root, IPOIB_STATE, state)
+
+
 # --------------------------------------------------------------------------------------------- settle
 def settle(root: Path | None = None) -> None:
     """Bring every handled file to what the kernel would show (see the module docstring)."""
@@ -330,6 +542,7 @@ def settle(root: Path | None = None) -> None:
     _settle_rdma_cm(root)
     _settle_traffic_class(root)
     _settle_ecn(root)
+    _settle_ipoib(root)
 
 
 # -------------------------------------------------------------------------------------------- watcher
@@ -346,6 +559,10 @@ def _watch_dirs(root: Path) -> list:
     for dev in sysfs.ib_devices(root):
         for port in sysfs.ls(root / "class/infiniband" / dev / "tc"):
             dirs.append(str(root / "class/infiniband" / dev / "tc" / port))
+    for netdev in ipoib_netdevs(root):   # mode, create_child, delete_child (and the children's mode)
+        dirs.append(str((root / "class/net" / netdev).resolve()))
+        for child in ipoib_children(root, netdev).values():
+            dirs.append(str((root / "class/net" / child).resolve()))
     for netdev in sysfs.ls(root / "class/net"):
         ecn = root / "class/net" / netdev / "ecn"
         for sub in ("roce_np", "roce_rp", "roce_np/enable", "roce_rp/enable"):

@@ -13,6 +13,11 @@ Stand-in for two pieces of a real host that a container cannot have:
   (link-local) GIDs follow the netdev's MAC. :func:`netdev_attrs` / :func:`port_state` give the ``class/net/<if>``
   attributes and the port ``state``/``phys_state`` that the real link implies.
 
+IPoIB: an InfiniBand port with a profile ``ipv4`` is a rail as well (``link_layer: InfiniBand`` in
+:func:`rail_ports`): adopted by subnet only, boot MTU = the port's (2044), the link's MAC kept (the tree's 20-byte
+``address`` stays); :func:`sync_tree` mirrors mtu/operstate/flags/carrier of it and of the P_Key children that
+``create_child`` made (simhost/kernelfs.py), and never touches the IB port state (the subnet manager's).
+
 Everything here except :func:`read_links` and :func:`run_argv` is a pure function or writes only into the tree, so
 the unit tests run it on a temp tree with made-up link states. The daemon is ``simhost/netsync.py``.
 """
@@ -59,13 +64,18 @@ def rail_ports(exp: dict) -> list[dict]:
     for dev in exp.get("devices", []):
         for port in dev["ports"]:
             if port["link_layer"] != "Ethernet":
+                if port.get("ipv4"):   # an IB port with an IPoIB address: its netdev is a real link on an IB rail
+                    out.append({"dev": dev["name"], "port": int(port["port"]), "netdev": port["netdev"], "mac": None,
+                                "ipv4": port["ipv4"], "subnet": str(ipaddress.IPv4Interface(port["ipv4"]).network),
+                                "state": port["state"], "phys_state": port["phys_state"], "default_gids": [],
+                                "link_layer": "InfiniBand", "mtu": int(port.get("mtu") or 2044)})
                 continue
             ll = link_local_gid(port["mac"])
             defaults = sorted(int(i) for i, g in port.get("gids", {}).items() if g and g.get("gid") == ll)
             subnet = str(ipaddress.IPv4Interface(port["ipv4"]).network) if port.get("ipv4") else None
             out.append({"dev": dev["name"], "port": int(port["port"]), "netdev": port["netdev"], "mac": port["mac"],
                         "ipv4": port.get("ipv4"), "subnet": subnet, "state": port["state"], "phys_state": port["phys_state"],
-                        "default_gids": defaults})
+                        "default_gids": defaults, "link_layer": "Ethernet", "mtu": BOOT_MTU})
     return out
 
 
@@ -113,7 +123,7 @@ def plan_adoption(rails: list[dict], links: list[dict]) -> tuple[list[dict], lis
         if rail["netdev"] in names:
             continue
         cands = [ln for ln in links if ln["name"] != "lo" and ln["name"] not in rail_names and ln["ifindex"] not in taken]
-        by_mac = [ln for ln in cands if ln["mac"] == rail["mac"].lower()]
+        by_mac = [ln for ln in cands if rail["mac"] and ln["mac"] == rail["mac"].lower()]
         by_net = []
         if rail["subnet"]:
             net = ipaddress.IPv4Network(rail["subnet"])
@@ -128,8 +138,10 @@ def plan_adoption(rails: list[dict], links: list[dict]) -> tuple[list[dict], lis
                             f"rail {rail['subnet']}; taking {pick[0]['name']}")
         link = pick[0]
         taken.add(link["ifindex"])
+        # an IPoIB netdev keeps the link's 6-byte MAC (its 20-byte address lives in the tree) and boots at the
+        # broadcast group's MTU (the profile port's mtu, 2044)
         steps.append({"link": link["name"], "ifindex": link["ifindex"], "netdev": rail["netdev"], "mac": rail["mac"],
-                      "mtu": BOOT_MTU, "strip": list(link["ipv4"])})
+                      "mtu": rail.get("mtu", BOOT_MTU), "strip": list(link["ipv4"])})
     return steps, warnings
 
 
@@ -140,8 +152,9 @@ def adoption_argv(step: dict, ip: str = IP) -> list[list[str]]:
     cmds += [[ip, "address", "del", addr, "dev", old] for addr in step["strip"]]
     if old != new:
         cmds.append([ip, "link", "set", "dev", old, "name", new])
-    cmds += [[ip, "link", "set", "dev", new, "address", step["mac"]],
-             [ip, "link", "set", "dev", new, "mtu", str(step["mtu"])],
+    if step.get("mac"):
+        cmds.append([ip, "link", "set", "dev", new, "address", step["mac"]])
+    cmds += [[ip, "link", "set", "dev", new, "mtu", str(step["mtu"])],
              [ip, "link", "set", "dev", new, "up"]]
     return cmds
 
@@ -294,6 +307,9 @@ def sync_tree(root, links: list[dict], exp: dict | None = None) -> dict:
         ndir = root / "class/net" / rail["netdev"]
         if not pdir.is_dir() or not ndir.is_dir():
             continue
+        if rail.get("link_layer") == "InfiniBand":
+            _sync_ipoib(rail, link, pdir, ndir, tmp_dir, rep)
+            continue
         if link is None:  # no Docker network for this rail: a port with no cable, netdev down and unconfigured
             link = {"name": rail["netdev"], "mac": rail["mac"], "mtu": int(_read(ndir / "mtu") or BOOT_MTU),
                     "operstate": "DOWN", "flags": ["BROADCAST", "MULTICAST"], "ipv4": []}
@@ -311,7 +327,41 @@ def sync_tree(root, links: list[dict], exp: dict | None = None) -> dict:
                                   rail["default_gids"])
         write_gid_changes(pdir, changes, tmp_dir)
         rep["gids"] = {i: (e["gid"] if e else None) for i, e in changes.items()}
+    # P_Key children (create_child, simhost/kernelfs.py): their stand-in macvlan links
+    for name in sorted(os.listdir(root / "class/net")) if (root / "class/net").is_dir() else []:
+        cdir = root / "class/net" / name
+        parent = _read(cdir / "parent")
+        if parent is None or name in report:
+            continue
+        rep = {"link": name in by_name, "changed": [], "gids": {}}
+        report[name] = rep
+        pdir = _ipoib_port_dir(root, exp, parent)
+        _sync_ipoib({"netdev": name}, by_name.get(name), pdir, cdir, tmp_dir, rep)
     return report
+
+
+def _ipoib_port_dir(root: Path, exp: dict, netdev: str) -> Path | None:
+    for dev in exp.get("devices", []):
+        for port in dev["ports"]:
+            if port["netdev"] == netdev:
+                return root / "class/infiniband" / dev["name"] / "ports" / str(port["port"])
+    return None
+
+
+def _sync_ipoib(rail: dict, link: dict | None, pdir: Path | None, ndir: Path, tmp_dir: Path, rep: dict) -> None:
+    """An IPoIB netdev (parent on an IB rail, or a P_Key child) whose stand-in is a real link: mtu, operstate,
+    flags, carrier follow the link; the 20-byte ``address`` and ``type`` 32 stay (a veth/macvlan cannot carry them);
+    the IB port's state is the subnet manager's, never the link's. IPoIB has carrier only while the port is ACTIVE."""
+    if link is None:
+        return  # no link (yet): the tree keeps what the profile / create_child wrote
+    port_active = pdir is None or (_read(pdir / "state") or "").endswith("ACTIVE")
+    attrs = netdev_attrs(link, port_active)
+    attrs.pop("address", None)
+    if attrs["speed"] == "__port__":
+        attrs["speed"] = str(_speed_of(pdir)) if pdir is not None else None
+    for fname, val in attrs.items():
+        if _set(ndir / fname, val, tmp_dir):
+            rep["changed"].append(f"class/net/{rail['netdev']}/{fname}")
 
 
 # ------------------------------------------------------------------------------------------------ I/O helpers

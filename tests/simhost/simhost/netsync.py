@@ -9,7 +9,9 @@ IPv4 removed: see simhost/netdev.py), mirrors them into the tree, tells systemd 
 network-pre.target, so systemd-networkd only ever sees the final names), then waits for rtnetlink link and IPv4
 address events (RTMGRP_LINK | RTMGRP_IPV4_IFADDR) and re-syncs after each burst; a link that Docker hot-plugs later
 (``docker network connect``) is adopted too. Without netlink it polls every second. Every ``--interval`` seconds it
-re-syncs anyway. It acts only when the profile has ``real_netdevs: true``. Stdlib only.
+re-syncs anyway. It acts only when the profile has ``real_netdevs: true``. IB ports with a profile ``ipv4`` are rails
+too (IPoIB netdevs: adopted by subnet, MTU 2044, the tree keeps their 20-byte address and type 32; P_Key children made
+through ``create_child`` are mirrored as well; README "IPoIB netdevs"). Stdlib only.
 """
 
 from __future__ import annotations

@@ -111,7 +111,8 @@ def _int_or_hex(d: dict, key: str, where: str, default=None, lo=0, hi=None):
 
 KNOWN_TOP = {"name", "description", "stack", "kernel_modules", "guid_seed", "lid_host_stride", "ipv4_host_stride",
              "device_defaults", "port_defaults", "devices", "oob_netdevs", "host_index", "real_netdevs",
-             "mstflint_layout"}
+             "mstflint_layout", "gpu", "modules_available", "ipoib_enhanced",
+             "ib_fabric"}  # ib_fabric: simhost/fabric.py
 KNOWN_DEV = {"name", "pci", "pci_device_id", "hca_type", "fw_ver", "board_id", "hw_rev", "part_number", "description",
              "node_guid", "sys_image_guid", "node_desc", "numa_node", "ports", "pcie", "vpi", "firmware"}
 KNOWN_PORT = {"port", "link_layer", "state", "phys_state", "rate", "lid", "sm_lid", "sm_sl", "lmc", "cap_mask", "netdev",
@@ -384,6 +385,39 @@ def _cards(devices_in: list, dev_defaults: dict, top: str) -> dict:
     return cards
 
 
+# ibsim's client hands the node id (SIM_HOST = the NodeDescription) over in a char[32] (include/ibsim.h)
+IBSIM_NODEID_MAX = 31
+
+
+def _ib_fabric(profile: dict, top: str) -> dict | None:
+    """``ib_fabric: {server, port, hostname}`` (install.yml sets it from ``simhost_ib_fabric``): the host's IB ports
+    are CAs of an ibsim fabric reachable at server:port, named ``<hostname> <dev>``."""
+    fab = _get(profile, "ib_fabric", top, dict)
+    if fab is None:
+        return None
+    where = f"{top}.ib_fabric"
+    _unknown(fab, {"server", "port", "hostname"}, where)
+    server = _get(fab, "server", where, str, required=True)
+    hostname = _get(fab, "hostname", where, str, required=True)
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,63}", server):
+        raise _err(f"{where}.server", f"{server!r} is not a host name or IPv4 address")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,63}", hostname):
+        raise _err(f"{where}.hostname", f"{hostname!r} is not a host name")
+    return {"server": server, "port": _int_or_hex(fab, "port", where, default=7070, lo=1, hi=65000),
+            "hostname": hostname}
+
+
+def _node_desc(dev: dict, where: str, name: str, host_index: int, ib_fabric, ports: list) -> str:
+    """NodeDescription: the profile's, else ``<hostname> <dev>`` on a fabric (what rdma-ndd sets on real hosts),
+    else ``simhost<N> <dev>``. On a fabric it is also the ibsim node id, hence at most 31 characters."""
+    default = f"{ib_fabric['hostname']} {name}" if ib_fabric else f"simhost{host_index} {name}"
+    desc = _get(dev, "node_desc", where, str, default=default)
+    if ib_fabric and any(p.get("fabric") for p in ports) and len(desc) > IBSIM_NODEID_MAX:
+        raise _err(f"{where}.node_desc", f"{desc!r} is longer than {IBSIM_NODEID_MAX} characters, the longest node "
+                   "id an ibsim client can name (SIM_HOST); use a shorter host name")
+    return desc
+
+
 def expand(profile: dict, host_index: int | None = None, boot: dict | None = None) -> dict:  # noqa: C901
     """Validate ``profile`` and resolve it for host number ``host_index`` (default: profile's host_index or 0).
 
@@ -438,6 +472,7 @@ def expand(profile: dict, host_index: int | None = None, boot: dict | None = Non
     boot = boot or {}
     boot_link_layers = boot.get("link_layers") or {}
     boot_unplugged = {tuple(x) for x in boot.get("unplugged") or []}
+    ib_fabric = _ib_fabric(profile, top)  # simhost/fabric.py: the host's IB ports are on an ibsim fabric
     layout = _get(profile, "mstflint_layout", top, str, default="current", choices=MSTFLINT_LAYOUTS)
 
     cards = _cards(devices_in, dev_defaults, top)
@@ -525,6 +560,10 @@ def expand(profile: dict, host_index: int | None = None, boot: dict | None = Non
                                         ll == chosen)
                     if ll == chosen:
                         port = alt
+            if ib_fabric and port["link_layer"] == "InfiniBand" and port["phys_state"] == "LinkUp":
+                # on a fabric the SM assigns the LID: up to the first sweep the port is INIT with no LID, as real
+                # hardware (a port the profile has without link, e.g. DOWN/Polling, is not cabled to the fabric); simhost-ibsync mirrors what the fabric's SM did (simhost/ibsync.py)
+                port.update(state="INIT", phys_state="LinkUp", lid=0, sm_lid=0, fabric=True)
             if (pci, num) in boot_unplugged:
                 # a port whose cable is out at boot: the link never trained, no SM ever answered (no LID)
                 port["plugged"] = {k: port[k] for k in ("state", "phys_state", "rate", "lid", "sm_lid")}
@@ -540,7 +579,7 @@ def expand(profile: dict, host_index: int | None = None, boot: dict | None = Non
             "hw_rev": _get(dev, "hw_rev", dwhere, str, default="0"),
             "part_number": _get(dev, "part_number", dwhere, str), "description": _get(dev, "description", dwhere, str),
             "node_guid": node_guid, "sys_image_guid": sys_guid,
-            "node_desc": _get(dev, "node_desc", dwhere, str, default=f"simhost{host_index} {name}"),
+            "node_desc": _node_desc(dev, dwhere, name, host_index, ib_fabric, ports),
             "numa_node": _int_or_hex(dev, "numa_node", dwhere, default=0, hi=64),
             "pcie": _get(dev, "pcie", dwhere, str, default="32.0 GT/s PCIe"),
             "vpi": vpi, "firmware": card["firmware"],
@@ -560,11 +599,28 @@ def expand(profile: dict, host_index: int | None = None, boot: dict | None = Non
         oob_out.append({"name": oname, "mtu": _int_or_hex(o, "mtu", owhere, default=1500, lo=68, hi=65535),
                         "mac": o.get("mac") or f"02:42:ac:11:{host_index:02x}:{oi + 2:02x}"})
 
+    # simhost.kmod: the GPU driver marker, the modules modprobe can load, enhanced IPoIB (datagram only)
+    gpu = _get(profile, "gpu", top, dict, default=None)
+    if gpu is not None:
+        _unknown(gpu, {"driver", "version"}, f"{top}.gpu")
+        _get(gpu, "driver", f"{top}.gpu", str, required=True, choices=("nvidia",))
+        if not re.fullmatch(r"\d+\.\d+(\.\d+)?", str(_get(gpu, "version", f"{top}.gpu", str, required=True))):
+            raise _err(f"{top}.gpu.version", f"{gpu['version']!r} is not a driver version like 550.54.15")
+        gpu = {"driver": gpu["driver"], "version": gpu["version"]}
+    available = _get(profile, "modules_available", top, list, default=None)
+    for i, m in enumerate(available or []):
+        if not isinstance(m, str) or not re.fullmatch(r"[a-z0-9_]+", m):
+            raise _err(f"{top}.modules_available[{i}]", f"{m!r} is not a kernel module name")
+    ipoib_enhanced = _get(profile, "ipoib_enhanced", top, bool, default=True)
+
     return {
+        "gpu": gpu, "modules_available": available, "ipoib_enhanced": ipoib_enhanced,
         "name": profile["name"], "description": profile.get("description", ""), "host_index": host_index,
         "stack": {"provider": provider, "version": version, "ofed_info_s": ofed_info_s},
         "kernel_modules": modules, "devices": out_devices, "oob_netdevs": oob_out,
         # true: the RoCE netdevs are real container links that simhost-netsync mirrors (see simhost/netdev.py)
         "real_netdevs": _get(profile, "real_netdevs", top, bool, default=False),
         "mstflint_layout": layout,
+        # {server, port, hostname} of the host's ibsim fabric, or None (static IB ports); simhost/fabric.py
+        "ib_fabric": ib_fabric,
     }

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from . import firmware
 from . import kernelfs
+from . import kmod
 from . import profile as profile_mod
 
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
@@ -171,7 +172,7 @@ def build_tree(profile: dict, root, host_index: int | None = None) -> dict:
             ifindex += 1
             _write_netdev(root, fn_dir / "net" / port["netdev"], port, ifindex,
                           kind="ipoib" if port["link_layer"] == "InfiniBand" else "mlx5", fn_dir=fn_dir,
-                          dev_port=port["port"] - 1, port=port)
+                          dev_port=port["port"] - 1, port=port, enhanced=exp.get("ipoib_enhanced", True))
         for sub, cls, extra in (("infiniband_verbs", f"uverbs{di}", {"abi_version": "1"}),
                                 ("infiniband_mad", f"umad{di}", {"port": "1"})):
             d = fn_dir / sub / cls
@@ -187,12 +188,11 @@ def build_tree(profile: dict, root, host_index: int | None = None) -> dict:
     modules = exp["kernel_modules"]
     if "ib_core" in modules:
         (root / "class/infiniband").mkdir(parents=True, exist_ok=True)
-    for mod in modules:
-        _write_module(root / "module" / mod, mod, exp["stack"])
     (root / "kernel/config").mkdir(parents=True, exist_ok=True)
-    if "rdma_cm" in modules:
-        # rdma_cm registers its configfs subsystem at load; per-device dirs appear only when an admin mkdirs them
-        (root / "kernel/config/rdma_cm").mkdir(parents=True)
+    # module/<name>/ of the profile's modules (and the GPU driver's), with their dependencies, holders and the
+    # /proc/modules view (simhost/kmod.py); rdma_cm registers its configfs subsystem (kernel/config/rdma_cm/) at
+    # load; per-device dirs appear only when an admin mkdirs them
+    kmod.boot(root, exp)
     kernelfs.write_boot_files(root, exp)  # MLNX_OFED/DOCA-only ecn/ and tc/ attribute files (kernelfs.py)
     return exp
 
@@ -272,17 +272,21 @@ def _write_port(pdir: Path, port: dict) -> None:
 
 
 def _write_netdev(root: Path, ndir: Path, nd: dict, ifindex: int, kind: str, fn_dir: Path | None = None,
-                  dev_port: int = 0, port: dict | None = None) -> None:
+                  dev_port: int = 0, port: dict | None = None, enhanced: bool = True) -> None:
     name = ndir.name
     up = True if port is None else port["state"] == "ACTIVE"
     if kind == "ipoib":
-        address = "00:00:10:87:fe:80:00:00:00:00:00:00:" + ":".join(port["port_guid"][i:i + 2] for i in range(0, 16, 2))
+        # 20-byte IPoIB hardware address: flags+QPN, then the port GID. Byte 0 bit 0x80 (IPOIB_FLAGS_RC) = the
+        # netdev can do connected mode; enhanced IPoIB (mlx5 rdma_netdev, the default) has it clear
+        address = kernelfs.ipoib_address(port["port_guid"], 0x001087, enhanced=enhanced)
         _w(ndir / "type", "32")
         _w(ndir / "addr_len", "20")
         _w(ndir / "broadcast", IPOIB_BROADCAST)
         _w(ndir / "mode", "datagram")
         _w(ndir / "pkey", "0xffff")
         _w(ndir / "umcast", "0")
+        for attr in ("create_child", "delete_child"):   # write-only attributes (a read fails with EACCES): empty
+            (ndir / attr).write_bytes(b"")
         speed = str(_speed_mbps(port["rate"])) if up else "-1"
     else:
         address = nd["mac"]
@@ -314,7 +318,7 @@ def _write_netdev(root: Path, ndir: Path, nd: dict, ifindex: int, kind: str, fn_
     _link(root / "class/net" / name, ndir)
 
 
-def _write_module(mdir: Path, name: str, stack: dict) -> None:
+def _write_module(mdir: Path, name: str, stack: dict) -> None:  # kept for callers; kmod.write_module_dir is used
     _w(mdir / "initstate", "live")
     _w(mdir / "refcnt", "0")
     _w(mdir / "srcversion", hashlib.sha256(name.encode()).hexdigest()[:23].upper())
