@@ -60,9 +60,15 @@ def infiniband_sminfo(text):
     return infiniband.parse_sminfo(text)
 
 
+def infiniband_partitions_change(old_text, new_text):
+    """``none``, ``reload`` or ``restart``: what running opensm instances need to take a new partitions.conf."""
+    return infiniband.partitions_change(old_text, new_text)
+
+
 class FilterModule:
     """hpcnet.rdma infiniband filters."""
 
     def filters(self):
         return {"infiniband_plan": infiniband_plan, "infiniband_link_type_mlxconfig": infiniband_link_type_mlxconfig,
-                "nccl_ib_pkey": nccl_ib_pkey, "infiniband_sminfo": infiniband_sminfo}
+                "nccl_ib_pkey": nccl_ib_pkey, "infiniband_sminfo": infiniband_sminfo,
+                "infiniband_partitions_change": infiniband_partitions_change}

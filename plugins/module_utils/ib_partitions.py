@@ -70,6 +70,7 @@ OPENSM_DEFAULT_MTU = 4   # OSM_DEFAULT_MGRP_MTU (2048)
 OPENSM_DEFAULT_RATE = 3  # OSM_DEFAULT_MGRP_RATE (10 Gb/s)
 
 SELECTORS = ("ALL", "ALL_CAS", "ALL_SWITCHES", "ALL_ROUTERS", "SELF")
+BROAD_SELECTORS = ("ALL", "ALL_CAS", "ALL_SWITCHES", "ALL_ROUTERS")
 MEMBERSHIPS = ("full", "limited", "both")
 IPOIB_MODES = ("datagram", "connected")
 IPOIB_HEADER = 4           # IPoIB encapsulation header: datagram-mode netdev MTU = IB MTU - 4
@@ -495,8 +496,11 @@ def _render_line(part):
         head += ",rate=%d" % rate_code(part["rate"])
     if part.get("sl") is not None:
         head += ",sl=%d" % _to_int(part["sl"])
-    members = ", ".join("%s=%s" % (_selector(member["selector"]), member["membership"])
-                        for member in part.get("members", []))
+    # opensm applies members in order and a later entry for a port overrides an earlier one (ALL_CAS=limited after
+    # a host's GUID=full leaves that host limited): the broad selectors go first, so that a port named explicitly
+    # (its GUID, SELF) keeps the membership given for it
+    ordered = sorted(part.get("members", []), key=lambda member: _selector(member["selector"]) not in BROAD_SELECTORS)
+    members = ", ".join("%s=%s" % (_selector(member["selector"]), member["membership"]) for member in ordered)
     return "%s : %s ;" % (head, members) if members else "%s : ;" % head
 
 

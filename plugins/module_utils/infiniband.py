@@ -387,3 +387,28 @@ def parse_sminfo(text):
                     "state": int(match.group(5)), "state_name": match.group(6)[len("SMINFO_"):]}
     errors = [line for line in lines if "iberror" in line] or lines[:1]
     return {"error": errors[0].strip() if errors else "no output"}
+
+
+def partitions_change(old_text, new_text):
+    """How running opensm instances take a new partitions.conf: ``none`` (same definitions), ``reload`` (SIGHUP:
+    the heavy sweep it starts re-reads the file; enough for P_Keys added or removed) or ``restart`` (a P_Key both
+    files define changed its flags or members: opensm 3.3.23 re-reading the file kept a port's old membership of an
+    existing P_Key, limited where the new file made it full, until it was restarted - seen on the simulated fabric).
+    A file that does not parse (or none) counts as having no definitions."""
+    def definitions(text):
+        try:
+            parsed = ibp.parse_partitions(text or "")
+        except ibp.PartitionConfigError:
+            return {}
+        out = {}
+        for part in parsed:
+            entry = dict(part)
+            entry.pop("line", None)
+            out.setdefault(part["pkey"], []).append(repr(sorted(entry.items())))
+        return out
+    old, new = definitions(old_text), definitions(new_text)
+    if old == new:
+        return "none"
+    if any(old[pkey] != new[pkey] for pkey in set(old) & set(new)):
+        return "restart"
+    return "reload"

@@ -162,3 +162,23 @@ def test_parse_sminfo_real_captures(name, expected):
 def test_parse_sminfo_error():
     text = (real_fixtures() / "rdma-outputs" / "sminfo-04.txt").read_text()
     assert ib.parse_sminfo(text) == {"error": "sminfo: iberror: failed: query"}
+
+
+def test_broad_selectors_are_written_before_the_ports_named_explicitly():
+    """opensm lets a later member entry override an earlier one for the same port: a host listed full before
+    ALL_CAS=limited would end up limited (seen on the simulated fabric), so ALL* come first."""
+    parts = [{"name": "storage", "pkey": "0x0003", "members": [{"selector": "b", "membership": "full"},
+                                                               {"selector": "ALL_CAS", "membership": "limited"}]}]
+    line = [ln for ln in _plan(partitions=parts)["partitions_conf"].splitlines() if ln.startswith("storage")][0]
+    assert line == "storage=0x0003 : ALL_CAS=limited, 0x0c42a10300bb0101=full, 0x0c42a10300bb0201=full ;"
+
+
+def test_partitions_change_reload_for_new_p_keys_restart_for_changed_ones():
+    base = "Default=0x7fff,ipoib : ALL=full ;\n"
+    compute = "compute=0x0002,ipoib : ALL=full ;\n"
+    assert ib.partitions_change(base, base) == "none"
+    assert ib.partitions_change("# comment\n" + base, base) == "none"
+    assert ib.partitions_change(base, base + compute) == "reload"
+    assert ib.partitions_change(base + compute, base) == "reload"
+    assert ib.partitions_change(base + compute, base + "compute=0x0002,ipoib : ALL=limited ;\n") == "restart"
+    assert ib.partitions_change(None, base) == "reload"
