@@ -38,8 +38,6 @@ def enhanced_ipoib_netdevs(addresses):
         except ValueError:
             continue
     return out
-_NETDEV_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
-_PORT_SEL_RE = re.compile(r"^([A-Za-z0-9_]+)(?::(\d+))?$")
 
 
 def _sorted_ports(rdma):
@@ -287,10 +285,11 @@ def sm_instances(ports, sm, priority, sm_devices=None):
     port GUID: ``[{guid, device, port, rail, priority}]``."""
     if sm is not True:
         return []
+
+    def managed(port):
+        return not sm_devices or port["device"] in sm_devices or "%s:%d" % (port["device"], port["port"]) in sm_devices
     return [{"guid": p["guid"], "device": p["device"], "port": p["port"], "rail": p["rail"],
-             "priority": _int(priority)}
-            for p in ports if p.get("guid") and (not sm_devices or p["device"] in sm_devices
-                                                  or "%s:%d" % (p["device"], p["port"]) in sm_devices)]
+             "priority": _int(priority)} for p in ports if p.get("guid") and managed(p)]
 
 
 def plan(rdma, partitions, default_overrides, ipoib, sm, sm_priority, sm_devices, hosts, host_index,
@@ -327,8 +326,10 @@ def plan(rdma, partitions, default_overrides, ipoib, sm, sm_priority, sm_devices
             ibp.parse_partitions(conf)
         except ibp.PartitionConfigError as exc:
             errors.append("infiniband_partitions: %s" % exc)
-    netdevs, ipoib_errors = ([], []) if part_errors else plan_ipoib(ipoib, ports, partitions, default_part,
-                                                                     enhanced_ipoib, host_index)
+    if part_errors:
+        netdevs, ipoib_errors = [], []
+    else:
+        netdevs, ipoib_errors = plan_ipoib(ipoib, ports, partitions, default_part, enhanced_ipoib, host_index)
     errors.extend(ipoib_errors)
     link_type_ports = ethernet_ports(rdma, link_type_devices or [], keep_netdevs)
     return {"ports": ports, "link_type_ports": link_type_ports, "sm": instances, "partitions": resolved,

@@ -91,7 +91,7 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils import ipoib
 
 ARGUMENT_SPEC = dict(
     interfaces=dict(type="list", elements="dict", required=True, options=dict(
-        name=dict(type="str", required=True), parent=dict(type="str"), pkey=dict(type="str"),
+        name=dict(type="str", required=True), parent=dict(type="str"), pkey=dict(type="str", no_log=False),
         mode=dict(type="str", choices=list(ipoib.MODES)))),
     sysfs_root=dict(type="path", default="/sys"),
     timeout=dict(type="int", default=10),

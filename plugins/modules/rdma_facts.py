@@ -251,8 +251,8 @@ ansible_facts:
                   sample: ["0xffff"]
                 pkey_indexes:
                   description:
-                    - The index in the port's P_Key table (C(pkeys/<i>)) of each P_Key in O(pkeys) (its first index
-                      when listed twice). C(NCCL_IB_PKEY) is such an index. The positions in O(pkeys) are not
+                    - The index in the port's P_Key table (C(pkeys/<i>)) of each P_Key in C(pkeys) (its first index
+                      when listed twice). C(NCCL_IB_PKEY) is such an index. The positions in C(pkeys) are not
                       indexes once the table has an empty (C(0x0000)) slot before the entry.
                   type: dict
                   sample: {"0xffff": 0, "0x8002": 1}
