@@ -80,7 +80,7 @@ def run(module):
     root, names, load_file = params["sysfs_root"], params["names"], params["load_file"]
     current = _read(load_file) if load_file else None
     to_load, new_text = km.plan(root, names, load_file, HEADER, current)
-    modprobe = module.get_bin_path("modprobe", required=True)
+    modprobe = module.get_bin_path("modprobe", required=True) if to_load else None
     for name in to_load:
         argv = [modprobe, "-n", name] if module.check_mode else [modprobe, name]
         rc, out, err = module.run_command(argv)
