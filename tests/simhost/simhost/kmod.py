@@ -148,7 +148,8 @@ def module_version(name: str, exp: dict) -> str | None:
         return str(gpu.get("version") or "")
     stack = exp.get("stack") or {}
     if stack.get("provider") in ("mlnx_ofed", "doca") and name in OFED_VERSIONED:
-        return stack.get("version")
+        # a driver booted from installed modules carries their MODULE_VERSION (simhost/driver.py)
+        return stack.get("module_version") or stack.get("version")
     return None
 
 

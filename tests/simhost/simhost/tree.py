@@ -36,7 +36,7 @@ import os
 import shutil
 from pathlib import Path
 
-from . import firmware
+from . import driver, firmware
 from . import kernelfs
 from . import kmod
 from . import profile as profile_mod
@@ -143,6 +143,7 @@ def build_tree(profile: dict, root, host_index: int | None = None) -> dict:
     overrides = firmware.boot_overrides(exp)
     if overrides["link_layers"] or overrides["unplugged"]:
         exp = profile_mod.expand(profile, host_index, boot=overrides)
+    exp["stack"] = driver.boot_stack(exp["stack"], driver.running_kernel(root))
     _safe_reset(root)
     _MADE.clear()
     meta = root / MARKER

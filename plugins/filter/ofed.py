@@ -1,0 +1,27 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the ofed role: vendor stack input checks and mlnxofedinstall's output."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils import ofed_stack
+
+
+def ofed_input_errors(provider, inputs):
+    """``ofed_provider`` + the role's vendor inputs -> the list of problems, each naming its field."""
+    return ofed_stack.input_errors(provider, inputs or {})
+
+
+def ofed_installer_result(stdout):
+    """mlnxofedinstall's stdout -> ``{passed, failed_package, log, errors, activation}``."""
+    return ofed_stack.parse_installer_output(stdout)
+
+
+class FilterModule:
+    """hpcnet.rdma ofed filters."""
+
+    def filters(self):
+        return {"ofed_input_errors": ofed_input_errors, "ofed_installer_result": ofed_installer_result}
