@@ -103,21 +103,22 @@ def wanted_matches(provider, version, installed):
 
 
 def plan(provider, version, installed, allow_change):
-    """``{action, message}``: ``none`` (as asked), ``install`` (nothing vendor-made to remove first), ``change``
-    (another vendor stack or version is removed first, with consent) or ``refuse`` (no consent)."""
+    """``{action, message}``: ``none`` (as asked), ``install`` (no RDMA stack on the host), ``change`` (another stack,
+    or another version, is removed completely first, with consent) or ``refuse`` (no consent)."""
     if wanted_matches(provider, version, installed):
         return {"action": "none", "message": "%s %s is installed" % (provider, version or installed.get("version") or "")}
     have = installed.get("provider")
-    have_version = installed.get("doca_version") or installed.get("version")
-    if have in VENDOR_PROVIDERS or (have == "inbox" and provider == "inbox"):
-        what = "%s %s" % (have, have_version or "")
-        if not allow_change:
-            return {"action": "refuse", "message": (
-                "this host runs the %s RDMA stack and ofed_provider/version ask for %s %s. Changing stacks removes the "
-                "installed one completely first (NVIDIA: ofed_uninstall.sh --force, DOCA packages purged): set "
-                "ofed_allow_provider_change=true to allow it" % (what.strip(), provider, version or ""))}
-        return {"action": "change", "message": "removing %s, then installing %s %s" % (what.strip(), provider, version or "")}
-    return {"action": "install", "message": "installing %s %s over %s" % (provider, version or "", have)}
+    if have in (None, "none"):
+        return {"action": "install", "message": "installing %s %s" % (provider, version or "")}
+    what = ("%s %s" % (have, installed.get("doca_version") or installed.get("version") or "")).strip()
+    wanted = ("%s %s" % (provider, version or "")).strip()
+    if not allow_change:
+        return {"action": "refuse", "message": (
+            "this host runs the %s RDMA stack and ofed_provider/version ask for %s. Changing stacks removes the "
+            "installed one completely first (as NVIDIA documents: ofed_uninstall.sh --force, DOCA packages purged; "
+            "the distribution's RDMA packages for inbox): set ofed_allow_provider_change=true to allow it"
+            % (what, wanted))}
+    return {"action": "change", "message": "removing %s, then installing %s" % (what, wanted)}
 
 
 def parse_installer_output(text):

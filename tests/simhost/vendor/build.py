@@ -88,6 +88,9 @@ def reversion_deb(src: Path, outdir: Path, workdir: Path, version: str) -> Path:
     shutil.rmtree(root, ignore_errors=True)
     run(["dpkg-deb", "-R", str(src), str(root)])
     control = (root / "DEBIAN/control").read_text()
+    original = re.search(r"(?m)^Version: (.*)$", control).group(1)
+    # exact dependencies inside the family (infiniband-diags on libibnetdisc5 (= 44.0-2)) follow the new version
+    control = control.replace("(= %s)" % original, "(= %s)" % version)
     control = re.sub(r"(?m)^Version: .*$", "Version: %s" % version, control)
     control = re.sub(r"(?m)^Maintainer: .*$", "Maintainer: %s" % MAINTAINER, control)
     (root / "DEBIAN/control").write_text(control)
