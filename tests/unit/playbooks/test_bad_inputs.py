@@ -64,7 +64,7 @@ def _run(entry, tmp_path, monkeypatch):
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory), encoding="utf-8")
     extra = dict({"rdma_sysfs_root": str(sysfs), "nccl_conf_path": str(out / "nccl.conf")}, **entry["extra_vars"])
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO_ROOT / entry["playbook"]),
-            "-i", str(tmp_path / "hosts.yml"), "-e", json.dumps(extra), "--skip-tags", "ofed_install,ofed_verify,rdma_host,roce,firmware_tool"]
+            "-i", str(tmp_path / "hosts.yml"), "-e", json.dumps(extra), "--skip-tags", "ofed_fetch,ofed_kernel,ofed_remove,ofed_install,ofed_verify,ofed_activate,rdma_host,roce,firmware_tool"]
     if entry.get("netns"):
         argv = UNSHARE + ["sh", "-ec", " && ".join(NETNS_SETUP) + ' && exec "$@"', "sh"] + argv
     # the simulated host's firmware tool (mstconfig over its NV state on a temp "disk") comes first on PATH; only it,
