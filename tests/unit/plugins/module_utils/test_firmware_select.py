@@ -91,6 +91,12 @@ def test_after_reboot():
         "mlx5_1 LINK_TYPE_P2 is 2, expected IB(1) (next boot 1)", "mlx5_0 NUM_OF_VFS was not read back"]
 
 
+def test_after_reboot_leaves_the_driver_to_the_ofed_role():
+    before = [{"device": "mlx5_core", "pci": "kernel module", "card": None, "parameter": "version", "kind": "driver",
+               "from": "inbox", "to": "25.10-1.7.1"}]
+    assert fs.after_reboot(before, []) == {"current": [], "not_applied": []}
+
+
 def test_ports():
     rdma = {"devices": DEVICES}
     assert fs.ports(rdma, "ACTIVE") == ["mlx5_0:1", "mlx5_1:1", "rxe0:1"]
