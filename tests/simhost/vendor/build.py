@@ -187,7 +187,9 @@ def flat_repo(repo: Path, home: Path, fpr: str, origin: str, label: str) -> None
 def download_debian(names, dest: Path) -> dict:
     dest.mkdir(parents=True, exist_ok=True)
     missing = [n for n in names if not list(dest.glob("%s_*.deb" % n))]
-    if missing:
+    if missing and run(["apt-get", "download", "-q"] + missing, cwd=dest, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False).returncode != 0:
+        run(["apt-get", "update", "-qq"])  # a fresh machine may have no package lists yet
         run(["apt-get", "download", "-q"] + missing, cwd=dest, stdout=subprocess.DEVNULL)
     return {n: sorted(dest.glob("%s_*.deb" % n))[-1] for n in names}
 
