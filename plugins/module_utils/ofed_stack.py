@@ -235,6 +235,10 @@ def input_errors(provider, inputs):
         if not _DOCA_VERSION.match(version):
             errors.append("ofed_doca_version is required with ofed_provider=doca: DOCA's version, e.g. 3.2.1 (got %r)"
                           % version)
+        elif tuple(int(n) for n in version.split(".")[:2]) < (3, 2):
+            errors.append("ofed_doca_version %s: DOCA before 3.2 ships kernel packages prebuilt for one kernel and "
+                          "rebuilds them with doca-kernel-support, which this release does not drive; use DOCA 3.2 or "
+                          "later (DKMS builds the modules on the host)" % version)
         if inputs.get("ofed_doca_source") == "local_repo":
             if not inputs.get("ofed_doca_local_repo"):
                 errors.append("ofed_doca_local_repo is required with ofed_doca_source=local_repo: the URL or "

@@ -139,6 +139,8 @@ GOOD = "sha256:" + "a" * 64
     ("mlnx_ofed", {"ofed_mlnx_ofed_version": "24.10-1.1.4.0", "ofed_mlnx_ofed_checksum": GOOD,
                    "ofed_mlnx_ofed_flags": ["--without-fw-update --force"], "pkg_mgr": "apt"}, "not an installer option"),
     ("doca", {"ofed_doca_version": "3.2.1", "pkg_mgr": "dnf"}, "installs vendor stacks with apt"),
+    ("doca", {"ofed_doca_version": "3.1.0", "pkg_mgr": "apt"}, "DOCA before 3.2 ships kernel packages prebuilt"),
+    ("doca", {"ofed_doca_version": "2.9", "pkg_mgr": "apt"}, "use DOCA 3.2 or later"),
     ("inbox", {"ofed_openib_conf": {"ipoib_load": "yes"}}, "not an openib.conf variable"),
 ])
 def test_input_errors(provider, inputs, fragment):
