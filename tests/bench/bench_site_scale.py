@@ -51,7 +51,7 @@ TARGET = "does not grow from 4 to 32 hosts with forks set to the host count"
 GROWTH_TOLERANCE = 0.10    # noise allowance for the verdict on a loaded 2-core machine
 # As tests/unit/playbooks/test_site_awx_runner.py: what would change the controller's packages or network (package
 # installs, the roce role's QoS tools and addresses) is skipped; the preflights and the nccl role run for real.
-SKIP_TAGS = "ofed_install,ofed_verify,roce_probe,roce_address,roce_configure,roce_persist"
+SKIP_TAGS = "ofed_fetch,ofed_kernel,ofed_remove,ofed_install,ofed_verify,ofed_activate,roce_probe,roce_address,roce_configure,roce_persist"
 PROFILES = [("infiniband", "ib", "cx7_ib_ndr_8x"), ("roce", "roce", "cx7_roce_400g_2x"),
             ("infiniband", "ib", "cx7_ib_ndr_8x"), ("roce", "roce", "cx7_roce_400g_2x_ipv6")]
 

@@ -36,7 +36,7 @@ GALAXY = yaml.safe_load((REPO_ROOT / "galaxy.yml").read_text(encoding="utf-8"))
 COLLECTION = "%s.%s" % (GALAXY["namespace"], GALAXY["name"])
 # What needs a real (or simulated) host rather than the controller: package installs, and the roce role's QoS
 # tools and network configuration (Molecule covers those on simulated hosts). Preflights and nccl run for real.
-SKIP_TAGS = "firmware,ofed_install,ofed_verify,rdma_host,roce_probe,roce_address,roce_configure,roce_persist"
+SKIP_TAGS = "firmware,ofed_fetch,ofed_kernel,ofed_remove,ofed_install,ofed_verify,ofed_activate,rdma_host,roce_probe,roce_address,roce_configure,roce_persist"
 HOST = "awx-node"
 
 
