@@ -60,11 +60,12 @@ def parse_dkms_status(text):
     return rows
 
 
-def kernel_guard(running, installed, pinned=None, headers=True, headers_installable=True):
+def kernel_guard(running, installed, pinned=None):
     """None when the running kernel may get the vendor's modules, else a message naming the kernels.
 
     The running kernel must be the newest installed one (a newer one would boot next and find no modules built for
-    it), or the one the user pinned; its headers must be present or installable (DKMS builds against them).
+    it), or the one the user pinned. (The headers are the role's kernel phase: it installs them, and says so when it
+    cannot.)
     """
     if pinned and running != pinned:
         return ("the running kernel is %s but ofed_kernel pins %s: boot %s first (the vendor's modules are built for "
@@ -74,9 +75,6 @@ def kernel_guard(running, installed, pinned=None, headers=True, headers_installa
         return ("the running kernel is %s but %s is installed and boots next: the modules DKMS builds now would not "
                 "load after that reboot. Reboot into %s first, or pin the kernel with ofed_kernel=%s"
                 % (running, newest, newest, running))
-    if not headers and not headers_installable:
-        return ("the headers of the running kernel %s are neither installed nor installable (no package %s in the "
-                "configured repositories): DKMS cannot build the vendor's modules" % (running, "linux-headers-" + running))
     return None
 
 

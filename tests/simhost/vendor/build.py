@@ -232,9 +232,6 @@ def build(out: Path, kernel: str) -> None:
         vendor_packages(work, repo, debian_debs, info["ofed"], info["rdma_core"], "doca", "%s-%s" % (ver, info["build"]))
         flat_repo(repo, home, vendor_fpr, "NVIDIA", "DOCA %s %s" % (ver, stacks.DISTRO))
         name = stacks.local_repo_name(ver)
-        files = {}
-        for f in sorted(repo.iterdir()):
-            files["/usr/share/%s/repo/%s" % (name, f.name)] = None
         localroot = work / ("localrepo-" + ver)
         shutil.rmtree(localroot, ignore_errors=True)
         (localroot / "DEBIAN").mkdir(parents=True)
