@@ -15,7 +15,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # ansible-test wants the collection under ansible_collections/NS/NAME, outside this git checkout.
 COLLECTION_TREE := $(or $(TMPDIR),/tmp)/hpcnet-rdma-sanity/ansible_collections/hpcnet/rdma
 
-.PHONY: help venv image demo demo-clean test lint sanity unit molecule bench build clean
+.PHONY: help venv image demo demo-fault demo-clean test lint sanity unit molecule bench build clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -30,9 +30,18 @@ venv: $(VENV)/.installed ## Create the Python venv with the pinned tools
 image: ## Build the systemd base image of the simulated hosts (debootstrap; skipped when present)
 	tests/container/build-image $(IMAGE)
 
-demo: venv image ## Start four simulated hosts and run site.yml on them, then print the summary
+demo: venv image ## Start four simulated hosts, run site.yml on them, then verify.yml (report in fabric-report/)
 	$(BIN)/ansible-playbook tests/container/demo-up.yml
 	$(BIN)/ansible-playbook site.yml -i inventories/demo
+	$(BIN)/ansible-playbook verify.yml -i inventories/demo
+	@echo "Fabric report: $(CURDIR)/fabric-report/fabric-report.html (JSON: fabric-report/fabric-report.json)"
+
+demo-fault: venv ## After make demo: turn PFC off on roce-node02, verify (the report names it), then repair it
+	$(BIN)/ansible-playbook tests/container/demo-fault.yml -i inventories/demo
+	cp fabric-report/fabric-report.html fabric-report/fabric-report-fault.html
+	cp fabric-report/fabric-report.json fabric-report/fabric-report-fault.json
+	$(BIN)/ansible-playbook site.yml -i inventories/demo --limit roce-node02 --tags roce
+	@echo "Fabric report with the fault: $(CURDIR)/fabric-report/fabric-report-fault.html (roce-node02 repaired since)"
 
 demo-clean: venv ## Remove the demo containers
 	$(BIN)/ansible-playbook tests/container/demo-down.yml
@@ -62,7 +71,8 @@ sanity: venv $(COLLECTION_TREE) $(ANSIBLE_TEST_GET_PIP) ## ansible-test sanity o
 molecule: venv image ## Molecule scenarios in Docker containers of simulated ConnectX hosts
 	$(BIN)/molecule test --all
 
-bench: venv ## Benchmarks: rdma_facts read time, roce_qos no-op, site.yml on 4/16/32 hosts, NCCL log analyser
+bench: venv ## Benchmarks: verify perftest rounds on 4/8 hosts, rdma_facts read time, roce_qos no-op, site.yml on 4/16/32 hosts, NCCL log analyser
+	$(PY) tests/bench/bench_verify_rounds.py --sizes 4,8
 	$(PY) tests/bench/bench_rdma_facts.py
 	$(PY) tests/bench/bench_roce_qos.py
 	$(PY) tests/bench/bench_roce_qos.py --profile cx7_roce_400g_2x --backend dcb

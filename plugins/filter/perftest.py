@@ -55,8 +55,13 @@ def perftest_rounds(hosts, pattern, pairs=None, rails=None):
     return [{"round": r, "rail": rail, "pairs": merged[(r, rail)]} for r, rail in sorted(merged)]
 
 
+def perftest_pair_errors(hosts, pairs):
+    """The problems of a ``verify_perftest_pairs`` list against the hosts of the run, each naming its entry."""
+    return rounds_mod.pair_errors(list(hosts), pairs)
+
+
 class FilterModule:
     """hpcnet.rdma perftest filters."""
 
     def filters(self):
-        return {"perftest_rounds": perftest_rounds}
+        return {"perftest_rounds": perftest_rounds, "perftest_pair_errors": perftest_pair_errors}

@@ -58,3 +58,12 @@ def test_mlnx_ofed_driver_waits_for_a_reboot(ib):
     # installed and built, not loaded: the loaded mlx5_core is still the in-tree one (no version file)
     assert ib.file("/lib/modules/%s/updates/dkms/mlx5_core.ko" % ib.check_output("uname -r")).exists
     assert not ib.file("/run/simhost/sys/module/mlx5_core/version").exists
+
+
+@pytest.mark.parametrize("package", ["openmpi-bin", "libopenmpi3", "python3-mpi4py"])
+def test_the_site_mpi_stack_survives_the_change_from_inbox(host, package):
+    # the vendor's rdma-core family replaces the distribution's in place; removing the inbox stack first would have
+    # taken Open MPI, libfabric, UCX and mpi4py with it (they depend on libibverbs1 / ibverbs-providers)
+    if host.backend.get_hostname() not in (ROCE, IB):
+        pytest.skip("RDMA hosts only")
+    assert host.package(package).is_installed

@@ -1,16 +1,23 @@
-"""An InfiniBand fabric for simulated hosts: one ibsim process (Debian's ibsim-utils) per named fabric, and the
-glue that lets the REAL opensm and infiniband-diags run against it through libumad2sim.so (LD_PRELOAD).
+"""An InfiniBand fabric for simulated hosts: one ibsim process (Debian's ibsim-utils) per IB rail of a named fabric
+(each rail is a separate subnet), and the glue that lets the REAL opensm and infiniband-diags run against it through
+libumad2sim.so (LD_PRELOAD).
 
-- ``netfile(hosts)``: the ibsim topology of the hosts whose profiles point to this fabric: one switch per IB rail
-  (rail = the device's position among the host's IB devices: mlx5_0 of every host on ``sw-rail0``, mlx5_1 on
-  ``sw-rail1``; separate rails are separate subnets, i.e. separate connected components of the one ibsim), one CA
-  per IB device named ``"<hostname> <dev>"`` (its NodeDescription), ``caguid`` = port GUID - 1 so that ibsim's
-  port GUID (node GUID + port number) is the profile's port GUID.
-- ``env_files(exp)``: ``/etc/simhost/ibsim.env`` (LD_PRELOAD, IBSIM_SERVER_NAME/PORT) and one
-  ``/etc/simhost/opensm/<port guid>.env`` (SIM_HOST) per IB port, read by the opensm@.service drop-in.
+- Rails: a device's rail is its position among the host's IB devices (mlx5_0 of every host on rail 0, mlx5_1 on
+  rail 1). Each rail is its own subnet with its own SMs, so it gets its own ibsim: LIDs are per subnet (every rail's
+  SM assigns them from 1) and ibsim keeps ONE LID table per process, so rails sharing one ibsim would overwrite
+  each other's LIDs and LID-routed MADs (SMInfo between SMs, sminfo) would reach the wrong subnet.
+- Ports: rail N's ibsim listens on ``rail_port(base, N) = base + 20 * N`` (base: the fabric's port, 7070). ibsim
+  answers client i on its port + 1 + i, at most 10 clients, so 20 apart keeps the rails' port ranges disjoint.
+- ``netfile(hosts, title, rail)`` / ``netfiles(hosts, title)``: the ibsim topology of the hosts whose profiles
+  point to this fabric: one switch ``sw-rail<N>`` per rail, one CA per IB device named ``"<hostname> <dev>"`` (its
+  NodeDescription), ``caguid`` = port GUID - 1 so that ibsim's port GUID (node GUID + port number) is the
+  profile's port GUID; with ``rail`` only that rail's switch and CAs (what rail N's ibsim loads).
+- ``env_files(exp)``: ``/etc/simhost/ibsim.env`` (LD_PRELOAD, IBSIM_SERVER_NAME, rail 0's IBSIM_SERVER_PORT) and
+  one ``/etc/simhost/opensm/<port guid>.env`` (SIM_HOST, the port's rail's IBSIM_SERVER_PORT) per IB port, read in
+  that order by the opensm@.service drop-in (the later file wins).
 - ``exec_tool(name, argv)``: the ``sminfo``/``smpquery``/``saquery``/``ibnetdiscover`` launchers: exec the real
   /usr/sbin tool with the umad2sim environment; ``-C mlx5_N`` / ``-P n`` pick SIM_HOST (umad2sim has one CA,
-  ``ibsim0``, attached at the node SIM_HOST names).
+  ``ibsim0``, attached at the node SIM_HOST names) and the ibsim of that device's rail.
 Stdlib only (runs in the containers). See README.md, "InfiniBand fabric and subnet manager".
 """
 
@@ -28,6 +35,9 @@ UMAD2SIM_DEFAULT = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
 DEFAULT_PORT = 7070
 # include/ibsim.h of ibsim 0.10: at most 10 clients (umad processes: each opensm, each smpquery/sminfo run) at a time
 IBSIM_MAX_CLIENTS = 10
+# ibsim uses its port and port + 1 + client id (0..9): rails 20 ports apart never share a port
+RAIL_PORT_STEP = 20
+NETFILE_RE = re.compile(r"^fabric-rail(\d+)\.net$")
 REAL_TOOLS_DIR = "/usr/sbin"
 TOOLS = ("sminfo", "smpquery", "saquery", "ibnetdiscover")
 
@@ -73,13 +83,28 @@ def _load_host(item) -> dict:
     return prof
 
 
-def netfile(hosts: list, title: str = "") -> str:
-    """The ibsim netfile of ``hosts`` (see the module doc). Raises ValueError on duplicate node ids or GUIDs."""
-    exps = [_load_host(h) for h in hosts]
-    rails: dict[int, list[tuple[str, int]]] = {}  # rail -> [(node id, ca port)]
+def rail_port(base: int, rail: int) -> int:
+    """UDP port of rail ``rail``'s ibsim: ``base + 20 * rail``. ibsim also uses port + 1 + client id (at most 10
+    clients), so rails 20 apart never share a port."""
+    port = int(base) + RAIL_PORT_STEP * int(rail)
+    if not 1 <= port <= 65535 - 1 - IBSIM_MAX_CLIENTS:
+        raise ValueError(f"rail {rail}: ibsim port {port} (fabric port {base} + {RAIL_PORT_STEP} x rail) is out of "
+                         f"range 1..{65535 - 1 - IBSIM_MAX_CLIENTS}")
+    return port
+
+
+def device_rails(exp: dict) -> dict[str, int]:
+    """{device name: rail} of the host's fabric devices (see ib_devices)."""
+    return {dev["name"]: rail for rail, dev in enumerate(ib_devices(exp))}
+
+
+def _topology(hosts: list) -> tuple[dict[int, list[tuple[str, int]]], list[tuple]]:
+    """(rails, cas) of ``hosts``: rail -> [(node id, ca port)] in switch port order; cas = [(rail, node id, caguid,
+    number of ports, [(ca port, switch port)])]. Raises ValueError on duplicate node ids or GUIDs (over all rails)."""
+    rails: dict[int, list[tuple[str, int]]] = {}
     cas = []
     seen_ids, seen_guids = {}, {}
-    for exp in exps:
+    for exp in (_load_host(h) for h in hosts):
         if not exp.get("ib_fabric"):
             continue
         for rail, dev in enumerate(ib_devices(exp)):
@@ -100,46 +125,94 @@ def netfile(hosts: list, title: str = "") -> str:
                     raise ValueError(f"{node_id}: port GUID 0x{p['port_guid']} is also {seen_guids[p['port_guid']]}")
                 seen_guids[p["port_guid"]] = node_id
             links = []
+            sw = rails.setdefault(rail, [])
             for p in ports:
-                sw = rails.setdefault(rail, [])
                 sw.append((node_id, p["port"]))
-                links.append((p["port"], rail, len(sw)))
-            cas.append((node_id, caguid, len(dev["ports"]), links))
-    out = ["# ibsim netfile written by simhost (python3 -m simhost fabric netfile)" + (f": fabric {title}" if title else ""),
-           "# one switch per IB rail (separate subnets), one CA per IB device \"<hostname> <dev>\";",
+                links.append((p["port"], len(sw)))
+            cas.append((rail, node_id, caguid, len(dev["ports"]), links))
+    return rails, cas
+
+
+def _render(rails: dict, cas: list, title: str, rail: int | None) -> str:
+    where = (f": fabric {title}" if title else "") + (f", rail {rail}" if rail is not None else "")
+    scope = (f"# rail {rail} only: one subnet, one ibsim process (LIDs are per subnet; ibsim's LID table is global)"
+             if rail is not None else "# one switch per IB rail (separate subnets)")
+    out = ["# ibsim netfile written by simhost (python3 -m simhost fabric netfile)" + where,
+           scope + "; one CA per IB device \"<hostname> <dev>\";",
            "# caguid = port GUID - 1: ibsim's port GUID (node GUID + port number) is the profile's port GUID", ""]
-    for rail in sorted(rails):
-        members = rails[rail]
-        out.append(f"switchguid=0x{0x0002c90300fab000 + rail:016x}")
-        out.append(f'Switch {max(len(members), 2)} "sw-rail{rail}"')
+    for num in sorted(rails):
+        if rail is not None and num != rail:
+            continue
+        members = rails[num]
+        out.append(f"switchguid=0x{0x0002c90300fab000 + num:016x}")
+        out.append(f'Switch {max(len(members), 2)} "sw-rail{num}"')
         for i, (node_id, ca_port) in enumerate(members, 1):
             out.append(f'[{i}] "{node_id}"[{ca_port}]')
         out.append("")
-    for node_id, caguid, nports, links in cas:
+    for ca_rail, node_id, caguid, nports, links in cas:
+        if rail is not None and ca_rail != rail:
+            continue
         out.append(f"caguid=0x{caguid:016x}")
         out.append(f'Hca {nports} "{node_id}"')
-        for ca_port, rail, sw_port in links:
-            out.append(f'[{ca_port}] "sw-rail{rail}"[{sw_port}]')
+        for ca_port, sw_port in links:
+            out.append(f'[{ca_port}] "sw-rail{ca_rail}"[{sw_port}]')
         out.append("")
     return "\n".join(out)
 
 
-def server_env(exp: dict) -> dict:
-    """The umad2sim client environment of a host on a fabric (without SIM_HOST)."""
+def netfile(hosts: list, title: str = "", rail: int | None = None) -> str:
+    """The ibsim netfile of ``hosts`` (see the module doc): every rail, or with ``rail`` only that rail's switch and
+    CAs (what that rail's ibsim loads). Raises ValueError on duplicate node ids or GUIDs, or a rail no host has."""
+    rails, cas = _topology(hosts)
+    if rail is not None and rail not in rails:
+        raise ValueError(f"rail {rail}: no IB port of these hosts is on it (rails: "
+                         f"{', '.join(map(str, sorted(rails))) or 'none'})")
+    return _render(rails, cas, title, rail)
+
+
+def netfiles(hosts: list, title: str = "") -> dict[int, str]:
+    """{rail: netfile of that rail} for every rail of ``hosts`` (one ibsim process per rail)."""
+    rails, cas = _topology(hosts)
+    return {rail: _render(rails, cas, title, rail) for rail in sorted(rails)}
+
+
+def fabric_port(hosts: list) -> int:
+    """The fabric's base port: the ``ib_fabric.port`` of its hosts (DEFAULT_PORT without hosts). Raises ValueError
+    when they differ (each host would look for the ibsim of its rail at another port)."""
+    ports: dict[int, list[str]] = {}
+    for exp in (_load_host(h) for h in hosts):
+        if exp.get("ib_fabric"):
+            ports.setdefault(int(exp["ib_fabric"]["port"]), []).append(exp["ib_fabric"]["hostname"])
+    if len(ports) > 1:
+        raise ValueError("the hosts of one fabric name different ib_fabric ports (simhost_ib_fabric_port): "
+                         + "; ".join(f"{port}: {', '.join(names)}" for port, names in sorted(ports.items())))
+    return next(iter(ports), DEFAULT_PORT)
+
+
+def server_env(exp: dict, rail: int = 0) -> dict:
+    """The umad2sim client environment of a host on a fabric (without SIM_HOST): the ibsim of rail ``rail``."""
     fab = exp["ib_fabric"]
-    return {"LD_PRELOAD": umad2sim_lib(), "IBSIM_SERVER_NAME": fab["server"], "IBSIM_SERVER_PORT": str(fab["port"])}
+    return {"LD_PRELOAD": umad2sim_lib(), "IBSIM_SERVER_NAME": fab["server"],
+            "IBSIM_SERVER_PORT": str(rail_port(fab["port"], rail))}
 
 
 def env_files(exp: dict) -> dict[str, str]:
-    """{relative path: content} of the environment files under /etc/simhost (empty without a fabric)."""
+    """{relative path: content} of the environment files under /etc/simhost (empty without a fabric).
+    ``ibsim.env`` points to rail 0's ibsim; each port's ``opensm/0x<guid>.env`` sets its rail's IBSIM_SERVER_PORT
+    (the drop-in reads it after ibsim.env, so it wins)."""
     if not exp.get("ib_fabric"):
         return {}
     files = {"ibsim.env": "# umad2sim client environment (simhost fabric); read by opensm@.service.d/simhost.conf\n"
+             "# IBSIM_SERVER_PORT: rail 0's ibsim; opensm/0x<port guid>.env sets the port's rail's\n"
              + "".join(f"{k}={v}\n" for k, v in server_env(exp).items())}
+    rails = device_rails(exp)
     for dev, port in fabric_ports(exp):
+        rail = rails[dev["name"]]
         files[f"opensm/0x{port['port_guid']}.env"] = (
-            f"# opensm@0x{port['port_guid']}.service binds {dev['name']} port {port['port']}: its ibsim node\n"
-            f'SIM_HOST="{dev["node_desc"]}"\n')
+            f"# opensm@0x{port['port_guid']}.service binds {dev['name']} port {port['port']}: its ibsim node, "
+            f"and the ibsim of rail {rail} (its subnet)\n"
+            f'SIM_HOST="{dev["node_desc"]}"\n'
+            f"IBSIM_SERVER_PORT={rail_port(exp['ib_fabric']['port'], rail)}\n")
     return files
 
 
@@ -230,7 +303,7 @@ def tool_command(name: str, argv: list[str], exp: dict, environ: dict | None = N
         rest = ["-P", port] + rest
     elif port is not None and chosen[1]["port"] != 1:
         rest = ["-P", port] + rest
-    env.update(server_env(exp))
+    env.update(server_env(exp, device_rails(exp)[chosen[0]["name"]]))  # the ibsim of the device's rail
     env["SIM_HOST"] = chosen[0]["node_desc"]
     return [real] + rest, env
 
@@ -251,15 +324,50 @@ def exec_tool(name: str, argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- CLI
+def _write_if_changed(path: Path, text: str) -> bool:
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return True
+
+
+def write_netfiles(hosts: list, title: str, out_dir: Path) -> dict:
+    """Write ``fabric-rail<N>.net`` of every rail into ``out_dir`` (only those whose text changed), remove the
+    ``fabric-rail*.net`` of rails no host has any more. Returns {"rails": [{rail, port, netfile, changed}],
+    "removed": [paths], "changed": bool}; ``port`` is the rail's ibsim port (rail_port of the hosts' fabric port)."""
+    base = fabric_port(hosts)
+    texts = netfiles(hosts, title)
+    ports = {rail: rail_port(base, rail) for rail in texts}  # all in range before anything is written
+    rails = []
+    for rail, text in texts.items():
+        path = out_dir / f"fabric-rail{rail}.net"
+        rails.append({"rail": rail, "port": ports[rail], "netfile": str(path),
+                      "changed": _write_if_changed(path, text)})
+    removed = []
+    for path in sorted(out_dir.glob("fabric-rail*.net")):
+        m = NETFILE_RE.match(path.name)
+        if m and int(m.group(1)) not in texts:
+            path.unlink()
+            removed.append(str(path))
+    return {"rails": rails, "removed": removed, "changed": bool(removed) or any(r["changed"] for r in rails)}
+
+
 def main(argv=None) -> int:
     import argparse  # pylint: disable=import-outside-toplevel
     parser = argparse.ArgumentParser(prog="python3 -m simhost fabric", description="simulated InfiniBand fabric")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    n = sub.add_parser("netfile", help="print the ibsim netfile of the hosts on one fabric")
+    n = sub.add_parser("netfile", help="the ibsim netfile(s) of the hosts on one fabric (one ibsim per rail)")
     n.add_argument("--profile", action="append", default=[], help="a host's profile JSON (expanded or with ib_fabric)")
     n.add_argument("--hosts", help="JSON list of {host, profile} (a path, or - for stdin)")
     n.add_argument("--title", default="", help="fabric name for the header comment")
-    n.add_argument("--output", help="write here (only when changed) instead of printing")
+    n.add_argument("--rail", type=int, help="only this rail's switch and CAs (default: every rail in one file)")
+    out = n.add_mutually_exclusive_group()
+    out.add_argument("--output", help="write here (only when changed) instead of printing")
+    out.add_argument("--output-dir", help="write fabric-rail<N>.net of every rail here (only when changed), remove "
+                     "stale fabric-rail*.net, print a JSON line {rails: [{rail, port, netfile, changed}], removed, "
+                     "changed}")
     e = sub.add_parser("env", help="write /etc/simhost/ibsim.env and opensm/<guid>.env for a host")
     e.add_argument("--root", default="/run/simhost/sys", help="the host's tree (its .simhost/profile.json)")
     e.add_argument("--etc", default="/etc/simhost")
@@ -269,16 +377,15 @@ def main(argv=None) -> int:
         if args.hosts:
             text = sys.stdin.read() if args.hosts == "-" else Path(args.hosts).read_text(encoding="utf-8")
             hosts += json.loads(text)
-        text = netfile(hosts, args.title)
+        if args.output_dir:
+            if args.rail is not None:
+                parser.error("--rail and --output-dir exclude each other (--output-dir writes every rail)")
+            print(json.dumps(write_netfiles(hosts, args.title, Path(args.output_dir)), sort_keys=True))
+            return 0
+        text = netfile(hosts, args.title, args.rail)
         if args.output:
-            out = Path(args.output)
-            if out.exists() and out.read_text(encoding="utf-8") == text:
-                print(f"simhost: {out} unchanged")
-            else:
-                tmp = out.with_name(out.name + ".tmp")
-                tmp.write_text(text, encoding="utf-8")
-                os.replace(tmp, out)
-                print(f"simhost: wrote {out} (changed)")
+            path = Path(args.output)
+            print(f"simhost: wrote {path} (changed)" if _write_if_changed(path, text) else f"simhost: {path} unchanged")
         else:
             sys.stdout.write(text)
     else:

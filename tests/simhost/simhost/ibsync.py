@@ -4,7 +4,8 @@ P_Key table.
 
 Every second (``python3 -m simhost.ibsync run --root /run/simhost/sys``) for each fabric port of the host (profile
 ``ib_fabric``, IB link layer at boot, cable in): run the REAL infiniband-diags under umad2sim
-(``SIM_HOST="<hostname> <dev>" smpquery -D portinfo 0 <port>`` and ``smpquery -D pkeys 0 <port>``), parse their
+(``SIM_HOST="<hostname> <dev>" smpquery -D portinfo 0 <port>`` and ``smpquery -D pkeys 0 <port>``, at the ibsim
+of the device's rail: one ibsim per rail, ``fabric.server_env(exp, rail)``), parse their
 output (``parse_portinfo``, ``parse_pkeys``: the dotted layout of tests/fixtures/real/ib-stack/smpquery-*.txt) and
 write the files whose text changed (``mirror``). The port's IPoIB netdev follows the port: carrier/operstate up
 only while the port is ACTIVE (ipoib's carrier follows the port's state).
@@ -136,9 +137,11 @@ def mirror(root: Path, dev: str, port: dict, files: dict[str, str], real_netdev:
     return changed
 
 
-def query(tool_args: list[str], exp: dict, node_id: str, runner=subprocess.run, tool: str = "smpquery") -> str | None:
-    """Run ``/usr/sbin/<tool> <args>`` as node ``node_id`` of the fabric; stdout, or None on failure."""
-    env = dict(os.environ, **fabric.server_env(exp), SIM_HOST=node_id)
+def query(tool_args: list[str], exp: dict, node_id: str, runner=subprocess.run, tool: str = "smpquery",
+          rail: int = 0) -> str | None:
+    """Run ``/usr/sbin/<tool> <args>`` as node ``node_id`` of the fabric, against the ibsim of ``rail`` (the node's
+    device's rail: each rail is a subnet with its own ibsim); stdout, or None on failure."""
+    env = dict(os.environ, **fabric.server_env(exp, rail), SIM_HOST=node_id)
     try:
         res = runner([os.path.join(fabric.REAL_TOOLS_DIR, tool)] + tool_args, env=env, capture_output=True,
                      text=True, timeout=QUERY_TIMEOUT, check=False)
@@ -172,13 +175,15 @@ class Syncer:
             return []
         self.sm_checked = time.monotonic()
         restarted = []
+        rails = fabric.device_rails(exp)
         for dev, port in fabric.fabric_ports(exp):
             unit = f"opensm@0x{port['port_guid']}.service"
             active = self.runner(["systemctl", "is-active", "--quiet", unit], check=False).returncode == 0
             if not active:
                 self.sm_fails.pop(unit, None)
                 continue
-            if query(["-D", "0"], exp, dev["node_desc"], self.runner, tool="sminfo") is not None:
+            answer = query(["-D", "0"], exp, dev["node_desc"], self.runner, tool="sminfo", rail=rails[dev["name"]])
+            if answer is not None:
                 self.sm_fails[unit] = 0
                 continue
             self.sm_fails[unit] = self.sm_fails.get(unit, 0) + 1
@@ -192,6 +197,7 @@ class Syncer:
         exp = sysfs.simhost_profile(self.root)
         changed: list[str] = []
         out = unplugged(exp)
+        rails = fabric.device_rails(exp)
         for dev, port in fabric.fabric_ports(exp):
             key = (dev["name"], port["port"])
             if key in out:
@@ -199,8 +205,9 @@ class Syncer:
             # an IPoIB port with an address is a real link when real_netdevs (netsync, README "IPoIB netdevs")
             real = bool(exp.get("real_netdevs") and port.get("ipv4"))
             pnum = str(port["port"])
-            text = query(["-D", "portinfo", "0", pnum], exp, dev["node_desc"], self.runner)
-            pk_text = query(["-D", "pkeys", "0", pnum], exp, dev["node_desc"], self.runner) if text else None
+            rail = rails[dev["name"]]
+            text = query(["-D", "portinfo", "0", pnum], exp, dev["node_desc"], self.runner, rail=rail)
+            pk_text = query(["-D", "pkeys", "0", pnum], exp, dev["node_desc"], self.runner, rail=rail) if text else None
             if text is None:
                 self.fails[key] = self.fails.get(key, 0) + 1
                 if self.fails[key] >= FAIL_LIMIT:

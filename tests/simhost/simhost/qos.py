@@ -234,8 +234,23 @@ def set_pause(st: dict, rx: bool | None, tx: bool | None, autoneg: bool | None) 
 
 
 # ----------------------------------------------------------------------------------- invented numbers
+COUNTERS_FILE = "counters.json"
+_COUNTERS_CACHE: dict = {}
+
+
 def invented_counter(netdev: str, name: str) -> int:
     """THE rule for every counter the simulator invents (ethtool -S, pause statistics, dcb pfc requests and
-    indications): 0. A simulated port has just come up after a driver load and has carried no traffic, so a
-    test can rely on every counter reading 0 and on which counters exist, never on their values."""
-    return 0
+    indications): 0, as on a port that has just come up after a driver load and carried no traffic, unless
+    traffic of the fabric model (simhost.fabric_model, run by the perftest stand-ins) moved it: those values live
+    in ``<root>/.simhost/state/counters.json`` ({netdev: {name: value}}), wiped with the tree like every counter."""
+    path = sysfs.state_dir() / COUNTERS_FILE
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        return 0
+    cached = _COUNTERS_CACHE.get(str(path))
+    if not cached or cached[0] != stamp:
+        text = sysfs.read(path)
+        cached = (stamp, json.loads(text) if text else {})
+        _COUNTERS_CACHE[str(path)] = cached
+    return int((cached[1].get(netdev) or {}).get(name, 0))

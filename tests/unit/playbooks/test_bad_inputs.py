@@ -62,7 +62,8 @@ def _run(entry, tmp_path, monkeypatch):
     hosts = dict((name, dict(local, **(hvars or {}))) for name, hvars in (entry.get("hosts") or {"bad-input-host": {}}).items())
     inventory = {"all": {"children": {entry["group"]: {"hosts": hosts}}}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory), encoding="utf-8")
-    extra = dict({"rdma_sysfs_root": str(sysfs), "nccl_conf_path": str(out / "nccl.conf")}, **entry["extra_vars"])
+    extra = dict({"rdma_sysfs_root": str(sysfs), "nccl_conf_path": str(out / "nccl.conf"),
+                  "verify_report_dir": str(out / "fabric-report")}, **entry["extra_vars"])
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO_ROOT / entry["playbook"]),
             "-i", str(tmp_path / "hosts.yml"), "-e", json.dumps(extra), "--skip-tags", "ofed_fetch,ofed_kernel,ofed_remove,ofed_install,ofed_verify,ofed_activate,rdma_host,roce,firmware_tool"]
     if entry.get("netns"):

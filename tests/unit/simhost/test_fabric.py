@@ -128,13 +128,95 @@ def test_netfile_cli(tmp_path, capsys):
     assert 'Hca 1 "node01 mlx5_0"' in out.read_text()
 
 
+def _two_rail_hosts():
+    # node01/node02: cx7_ib_ndr_2x_gpu (mlx5_0 rail 0, mlx5_1 rail 1); node03: one IB device (rail 0 only)
+    return [host("node01", "cx7_ib_ndr_2x_gpu", 1), host("node02", "cx7_ib_ndr_2x_gpu", 2),
+            host("node03", "mixed_ib_roce_down", 3)]
+
+
+def test_netfile_of_one_rail_has_only_its_switch_and_cas():
+    hosts = _two_rail_hosts()
+    lines = fabric.netfile(hosts, "fab", rail=1).splitlines()
+    assert [line for line in lines if line.startswith(("Switch", "Hca"))] == \
+        ['Switch 2 "sw-rail1"', 'Hca 1 "node01 mlx5_1"', 'Hca 1 "node02 mlx5_1"']
+    i = lines.index('Switch 2 "sw-rail1"')
+    assert lines[i - 1] == "switchguid=0x0002c90300fab001"
+    assert lines[i + 1:i + 3] == ['[1] "node01 mlx5_1"[1]', '[2] "node02 mlx5_1"[1]']
+    assert "sw-rail0" not in "\n".join(lines) and "mlx5_0" not in "\n".join(lines)
+    j = lines.index('Hca 1 "node02 mlx5_1"')
+    guid = simhost.expand(hosts[1]["profile"])["devices"][1]["ports"][0]["port_guid"]
+    assert lines[j - 1] == f"caguid=0x{int(guid, 16) - 1:016x}" and lines[j + 1] == '[1] "sw-rail1"[2]'
+    rail0 = fabric.netfile(hosts, "fab", rail=0)
+    assert 'Switch 3 "sw-rail0"' in rail0 and '"node03 mlx5_0"' in rail0 and "sw-rail1" not in rail0
+    with pytest.raises(ValueError, match=r"rail 2: no IB port of these hosts is on it \(rails: 0, 1\)"):
+        fabric.netfile(hosts, rail=2)
+
+
+def test_netfiles_one_per_rail():
+    hosts = _two_rail_hosts()
+    files = fabric.netfiles(hosts, "fab")
+    assert sorted(files) == [0, 1]
+    assert files == {0: fabric.netfile(hosts, "fab", rail=0), 1: fabric.netfile(hosts, "fab", rail=1)}
+    assert "# ibsim netfile written by simhost (python3 -m simhost fabric netfile): fabric fab, rail 1" in files[1]
+    # duplicate node ids are refused even when they are on different rails' files
+    with pytest.raises(ValueError, match="already taken"):
+        fabric.netfiles(hosts + [host("node01", "cx7_vpi_2p", 4)])
+
+
+def test_rail_ports_are_20_apart():
+    assert [fabric.rail_port(7070, r) for r in range(4)] == [7070, 7090, 7110, 7130]
+    # ibsim uses port .. port + 1 + 9 (10 clients): the rails' ranges never overlap
+    used = [set(range(fabric.rail_port(7070, r), fabric.rail_port(7070, r) + 1 + fabric.IBSIM_MAX_CLIENTS))
+            for r in range(8)]
+    assert all(not (used[a] & used[b]) for a in range(8) for b in range(a + 1, 8))
+    assert fabric.rail_port(65000, 7) == 65140  # the profile's highest fabric port, 8 rails
+    with pytest.raises(ValueError, match=r"rail 27: ibsim port 65540 .* out of range 1\.\.65524"):
+        fabric.rail_port(65000, 27)
+
+
+def test_fabric_port_comes_from_the_hosts():
+    assert fabric.fabric_port([host("node01", "cx7_vpi_2p", 1, port=7170)]) == 7170
+    assert fabric.fabric_port([]) == fabric.DEFAULT_PORT
+    with pytest.raises(ValueError, match=r"different ib_fabric ports.*7070: node01; 7170: node02"):
+        fabric.fabric_port([host("node01", "cx7_vpi_2p", 1), host("node02", "cx7_vpi_2p", 2, port=7170)])
+
+
+def test_netfile_cli_output_dir(tmp_path, capsys):
+    from simhost.__main__ import main  # pylint: disable=import-outside-toplevel
+    path = tmp_path / "hosts.json"
+    path.write_text(json.dumps(_two_rail_hosts()))
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "fabric-rail5.net").write_text("stale")
+    (etc / "fabric.net").write_text("not ours to remove here")
+    args = ["fabric", "netfile", "--hosts", str(path), "--title", "fab", "--output-dir", str(etc)]
+    assert main(args) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res == {"changed": True, "removed": [str(etc / "fabric-rail5.net")], "rails": [
+        {"rail": 0, "port": 7070, "netfile": str(etc / "fabric-rail0.net"), "changed": True},
+        {"rail": 1, "port": 7090, "netfile": str(etc / "fabric-rail1.net"), "changed": True}]}
+    assert sorted(p.name for p in etc.iterdir()) == ["fabric-rail0.net", "fabric-rail1.net", "fabric.net"]
+    assert (etc / "fabric-rail1.net").read_text() == fabric.netfile(json.loads(path.read_text()), "fab", rail=1)
+    assert main(args) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["changed"] is False and not res["removed"] and [r["changed"] for r in res["rails"]] == [False, False]
+    # one rail only, printed
+    assert main(["fabric", "netfile", "--hosts", str(path), "--rail", "1"]) == 0
+    assert 'Switch 2 "sw-rail1"' in capsys.readouterr().out
+    assert main(["fabric", "netfile", "--hosts", str(path), "--rail", "7"]) == 2
+    assert "simhost: error: rail 7: no IB port" in capsys.readouterr().err
+
+
 def test_env_files(tmp_path):
     exp = simhost.expand(host("node01", "cx7_ib_ndr_8x", 1, server="h1-fab", port=7170)["profile"])
     files = fabric.env_files(exp)
     assert "IBSIM_SERVER_NAME=h1-fab\nIBSIM_SERVER_PORT=7170\n" in files["ibsim.env"]
     assert "LD_PRELOAD=" in files["ibsim.env"]
     guid = exp["devices"][3]["ports"][0]["port_guid"]
-    assert files[f"opensm/0x{guid}.env"].endswith('SIM_HOST="node01 mlx5_3"\n')
+    # the port's own file carries its rail's ibsim port (mlx5_3: rail 3, 7170 + 3 x 20)
+    assert files[f"opensm/0x{guid}.env"].endswith('SIM_HOST="node01 mlx5_3"\nIBSIM_SERVER_PORT=7230\n')
+    guid0 = exp["devices"][0]["ports"][0]["port_guid"]
+    assert files[f"opensm/0x{guid0}.env"].endswith('SIM_HOST="node01 mlx5_0"\nIBSIM_SERVER_PORT=7170\n')
     assert len(files) == 9
     etc = tmp_path / "etc"
     (etc / "opensm").mkdir(parents=True)
@@ -151,9 +233,13 @@ def test_tool_command_maps_ca_and_port_to_sim_host():
     argv, env = fabric.tool_command("sminfo", ["sminfo"], exp, environ={})
     assert argv == ["/usr/sbin/sminfo"] and env["SIM_HOST"] == "node01 mlx5_0"
     assert env["IBSIM_SERVER_NAME"] == "fab" and env["LD_PRELOAD"].endswith("libumad2sim.so")
+    assert env["IBSIM_SERVER_PORT"] == "7070"  # the default device mlx5_0: rail 0
     for args in (["-C", "mlx5_3", "-P", "1"], ["-Cmlx5_3", "-P1"], ["--Ca=mlx5_3", "--Port", "1"]):
         argv, env = fabric.tool_command("smpquery", ["smpquery"] + args + ["portinfo", "2"], exp, environ={})
         assert argv == ["/usr/sbin/smpquery", "portinfo", "2"] and env["SIM_HOST"] == "node01 mlx5_3"
+        assert env["IBSIM_SERVER_PORT"] == "7130"  # rail 3's ibsim
+    argv, env = fabric.tool_command("sminfo", ["sminfo", "-C", "mlx5_1", "-P", "1"], exp, environ={})
+    assert argv == ["/usr/sbin/sminfo"] and (env["SIM_HOST"], env["IBSIM_SERVER_PORT"]) == ("node01 mlx5_1", "7090")
     # a CA that is no fabric device goes to the real tool unchanged (its own "Failed to open" error)
     argv, env = fabric.tool_command("sminfo", ["sminfo", "-C", "mlx5_9"], exp, environ={})
     assert argv == ["/usr/sbin/sminfo", "-C", "mlx5_9"] and "SIM_HOST" not in env
@@ -203,7 +289,8 @@ class FakeFabric:
         self.calls = []
 
     def __call__(self, argv, **kw):
-        self.calls.append((argv, kw.get("env", {}).get("SIM_HOST")))
+        env = kw.get("env", {})
+        self.calls.append((argv, env.get("SIM_HOST"), env.get("IBSIM_SERVER_PORT")))
         if not self.up:
             return subprocess.CompletedProcess(argv, 255, "", "ibwarn: [1] sim_ctl: ctl failed(read)\n")
         text = self.portinfo if "portinfo" in argv else self.pkeys
@@ -238,6 +325,18 @@ def test_mirror_into_tree_and_back_when_unreachable(tmp_path):
     assert (root / "class/net/ibp12s0f0/carrier").read_text() == "0\n"
 
 
+def test_ibsync_queries_each_port_at_its_rails_ibsim(tmp_path):
+    root = tmp_path / "sys"
+    simhost.build_tree(host("node01", "cx7_ib_ndr_2x_gpu", 1, port=7170)["profile"], root)
+    fake = FakeFabric((FIX / "smpquery-pkeys-after-default-retry-sim-01.txt").read_text())
+    ibsync.Syncer(root, runner=fake).step()
+    assert {(c[0][-3], c[1], c[2]) for c in fake.calls} == {
+        ("portinfo", "node01 mlx5_0", "7170"), ("pkeys", "node01 mlx5_0", "7170"),
+        ("portinfo", "node01 mlx5_1", "7190"), ("pkeys", "node01 mlx5_1", "7190")}
+    for dev in ("mlx5_0", "mlx5_1"):
+        assert (root / f"class/infiniband/{dev}/ports/1/state").read_text() == "4: ACTIVE\n"
+
+
 def test_unplugged_port_is_left_down(tmp_path):
     root = tmp_path / "sys"
     simhost.build_tree(host("node02", "cx7_vpi_2p", 2)["profile"], root)
@@ -265,6 +364,26 @@ def test_watch_opensm_restarts_an_orphaned_sm(tmp_path, monkeypatch):
     for _ in range(ibsync.SM_FAIL_LIMIT):
         syncer.step()
     assert ["systemctl", "restart", "--no-block", unit] in calls
+
+
+def test_watch_opensm_asks_each_sm_at_its_rails_ibsim(tmp_path, monkeypatch):
+    root = tmp_path / "sys"
+    exp = simhost.build_tree(host("node01", "cx7_ib_ndr_2x_gpu", 1)["profile"], root)
+    units = [f"opensm@0x{d['ports'][0]['port_guid']}.service" for d in exp["devices"] if d["ports"][0].get("fabric")]
+    asked = []
+
+    def runner(argv, **kw):
+        if argv[0] == "systemctl":
+            return subprocess.CompletedProcess(argv, 0, "", "")
+        if argv[0].endswith("sminfo"):
+            asked.append((kw["env"]["SIM_HOST"], kw["env"]["IBSIM_SERVER_PORT"]))
+            return subprocess.CompletedProcess(argv, 0, "sminfo: sm lid 1 sm guid 0x1, activity count 1 priority 14 "
+                                               "state 3 SMINFO_MASTER\n", "")
+        return subprocess.CompletedProcess(argv, 0, (FIX / "smpquery-portinfo-sim-01.txt").read_text(), "")
+
+    monkeypatch.setattr(ibsync, "SM_CHECK_EVERY", 0.0)
+    ibsync.Syncer(root, runner=runner, watch_opensm=True).step()
+    assert len(units) == 2 and asked == [("node01 mlx5_0", "7070"), ("node01 mlx5_1", "7090")]
 
 
 # ------------------------------------------------------------------- real ibsim + opensm (no Docker)
@@ -357,10 +476,17 @@ def test_units_and_drop_in():
     assert "EnvironmentFile=/etc/simhost/ibsim.env\n" in drop_in
     assert "EnvironmentFile=/etc/simhost/opensm/%i.env\n" in drop_in
     assert "\nConditionPathExists=\n" in drop_in  # resets Debian's /sys/class/infiniband_mad condition
-    assert "ExecStart=/usr/bin/ibsim -r -s -n -l ${SIMHOST_IBSIM_PORT} /etc/simhost/fabric.net" in \
-        (files / "simhost-ibsim.service").read_text()
+    # the port's file (its rail's IBSIM_SERVER_PORT) comes after ibsim.env, so it wins
+    assert drop_in.index("EnvironmentFile=/etc/simhost/ibsim.env") < \
+        drop_in.index("EnvironmentFile=/etc/simhost/opensm/%i.env")
+    unit = (files / "simhost-ibsim@.service").read_text()
+    assert "\nEnvironmentFile=/etc/simhost/ibsim-rail%i.env\n" in unit and "\nRestart=always\n" in unit
+    assert "\nExecStart=/usr/bin/ibsim -r -s -n -l ${SIMHOST_IBSIM_PORT} /etc/simhost/fabric-rail%i.net\n" in unit
+    assert not (files / "simhost-ibsim.service").exists()
     assert "simhost.ibsync run --root /run/simhost/sys --watch-opensm" in (files / "simhost-ibsync.service").read_text()
     install = (KIT / "install.yml").read_text()
-    for name in ("opensm-simhost.conf", "simhost-ibsim.service", "simhost-ibsync.service",
-                 "/etc/systemd/system/opensm@.service.d/simhost.conf"):
+    for name in ("opensm-simhost.conf", "simhost-ibsim@.service", "simhost-ibsync.service",
+                 "/etc/systemd/system/opensm@.service.d/simhost.conf", "--output-dir, /etc/simhost",
+                 "/etc/simhost/ibsim-rail{{ item.rail }}.env", "simhost-ibsim@{{ item.rail }}.service",
+                 "SIMHOST_IBSIM_PORT={{ item.port }}"):
         assert name in install

@@ -1,0 +1,161 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the verify playbook expects of one host, from its RDMA facts and its group, and its NCCL configuration.
+
+- ``host_plan``: the group's link layer, the HCAs the group expects in rail order (rail i = the i-th HCA in natural
+  order: mlx5_2 before mlx5_10), the port, GID index (RoCE v2 IPv4 entry) and ToS of each rail, and whether
+  GPUDirect RDMA is expected.
+- ``nccl_conf``: ``/etc/nccl.conf`` text -> ``{NAME: value}`` as NCCL reads it (``NAME=VALUE`` lines, ``#`` comments).
+- ``nccl_conf_findings``: what in that file cannot work on this host (an NCCL_IB_HCA port that is not ACTIVE or not
+  there, an NCCL_IB_GID_INDEX that is not the port's RoCE v2 IPv4 GID), each with its cause and fix.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+GROUP_LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
+GDR_MODES = ("true", "false", "auto")
+
+
+def natural_key(name):
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def _first_port(device):
+    ports = device.get("ports") or {}
+    if not ports:
+        return None, {}
+    number = sorted(ports, key=int)[0]
+    return int(number), ports[number]
+
+
+def host_plan(rdma, group, hcas=None, gdr_mode="auto", gpu_driver=False):
+    """One host's expectations. Raises ValueError naming the field on a bad group, HCA list or GDR mode."""
+    if group not in GROUP_LINK_LAYER:
+        raise ValueError("the host must be in the infiniband or the roce group; got %r" % (group,))
+    mode = str(gdr_mode).lower()
+    if mode not in GDR_MODES:
+        raise ValueError("verify_expect_gdr must be true, false or auto; got %r" % (gdr_mode,))
+    link_layer = GROUP_LINK_LAYER[group]
+    devices = (rdma or {}).get("devices") or {}
+    if hcas:
+        if not isinstance(hcas, (list, tuple)) or not all(isinstance(h, str) for h in hcas):
+            raise ValueError("verify_hcas must be a list of RDMA device names (mlx5_0, ...); got %r" % (hcas,))
+        names = list(hcas)
+    else:
+        names = sorted((d for d in devices if _first_port(devices[d])[1].get("link_layer") == link_layer),
+                       key=natural_key)
+    rails = []
+    for rail, name in enumerate(names):
+        number, port = _first_port(devices.get(name) or {})
+        rdma_cm = port.get("rdma_cm") or {}
+        rails.append({
+            "rail": rail,
+            "hca": name,
+            "port": number or 1,
+            "present": name in devices,
+            "link_layer": port.get("link_layer"),
+            "state": port.get("state"),
+            "rate_gbps": port.get("rate_gbps"),
+            "gid_index": port.get("roce_v2_ipv4_gid_index") if link_layer == "Ethernet" else None,
+            "tclass": rdma_cm.get("default_roce_tos") if link_layer == "Ethernet" else None,
+            "netdev": port.get("netdev"),
+        })
+    return {
+        "group": group,
+        "link_layer": link_layer,
+        "rails": rails,
+        "hcas": names,
+        "gdr_expected": mode == "true" or (mode == "auto" and bool(gpu_driver)),
+    }
+
+
+def nccl_conf(text):
+    """``/etc/nccl.conf`` -> ``{NAME: value}``: one ``NAME=VALUE`` per line, ``#`` starts a comment, last one wins."""
+    settings = {}
+    for line in (text or "").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "=" not in line:
+            continue
+        name, value = line.split("=", 1)
+        if name.strip():
+            settings[name.strip()] = value.strip()
+    return settings
+
+
+def _hca_entries(value):
+    """NCCL_IB_HCA -> (exclude, exact, [(hca, port or None)]), NCCL's grammar: ``^`` excludes, ``=`` exact names."""
+    value = (value or "").strip()
+    exclude = value.startswith("^")
+    value = value.lstrip("^")
+    exact = value.startswith("=")
+    value = value.lstrip("=")
+    entries = []
+    for item in value.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, port = item.partition(":")[0::2]
+        entries.append((name, int(port) if port.isdigit() else None))
+    return exclude, exact, entries
+
+
+def nccl_conf_findings(host, settings, rdma, path="/etc/nccl.conf"):
+    """Findings ``{host, severity, check, device, port, expected, found, cause, fix}`` for what cannot work."""
+    findings = []
+    devices = (rdma or {}).get("devices") or {}
+    exclude, entries = _hca_entries(settings.get("NCCL_IB_HCA"))[0::2]
+    listed = []
+    if not exclude:
+        for name, number in entries:
+            ports = (devices.get(name) or {}).get("ports") or {}
+            chosen = [str(number)] if number else (sorted(ports, key=int) or ["1"])
+            for pnum in chosen:
+                port = ports.get(pnum)
+                listed.append((name, pnum, port))
+                if port is None:
+                    findings.append(_finding(
+                        host, "nccl_conf_hca", name, pnum, "an RDMA port of this host",
+                        "%s names %s:%s, which this host does not have" % (path, name, pnum),
+                        "NCCL_IB_HCA lists a device or port that does not exist here: NCCL skips it, and with no "
+                        "other usable port falls back to sockets",
+                        "write NCCL_IB_HCA from this host's facts (hpcnet.rdma.nccl: site.yml --tags nccl) or fix the "
+                        "device name"))
+                elif port.get("state") != "ACTIVE":
+                    findings.append(_finding(
+                        host, "nccl_conf_hca", name, pnum, "ACTIVE",
+                        "%s:%s is %s/%s" % (name, pnum, port.get("state"), port.get("phys_state")),
+                        "NCCL_IB_HCA in %s names a port that is not ACTIVE: NCCL cannot use it, and uses sockets when "
+                        "no listed port is up" % path,
+                        "bring the port up (cable, switch port, SM on InfiniBand) or leave it out of NCCL_IB_HCA "
+                        "(hpcnet.rdma.nccl writes only ACTIVE ports: run site.yml --tags nccl)"))
+    gid = settings.get("NCCL_IB_GID_INDEX")
+    if gid is not None and gid.strip().lstrip("-").isdigit():
+        index = int(gid)
+        for name, pnum, port in listed or [(d, n, p) for d in sorted(devices, key=natural_key)
+                                           for n, p in sorted(((devices[d].get("ports") or {}).items()))]:
+            if not port or port.get("link_layer") != "Ethernet":
+                continue
+            want = port.get("roce_v2_ipv4_gid_index")
+            if want is not None and index != want:
+                entry = next((g for g in port.get("gids") or [] if g.get("index") == index), None)
+                found = ("GID index %d: %s (%s)" % (index, entry.get("gid"), entry.get("type")) if entry
+                         else "GID index %d: an empty entry" % index)
+                findings.append(_finding(
+                    host, "nccl_conf_gid_index", name, pnum, "NCCL_IB_GID_INDEX=%d (RoCE v2, IPv4)" % want, found,
+                    "NCCL_IB_GID_INDEX in %s is not the port's RoCE v2 IPv4 GID: RoCE v1, link-local or empty "
+                    "entries cannot be routed between hosts, so the queue pairs fail to connect" % path,
+                    "set NCCL_IB_GID_INDEX=%d (hpcnet.rdma.nccl writes it from facts: site.yml --tags nccl), or "
+                    "remove it (NCCL 2.21+ picks RoCE v2 IPv4 itself)" % want))
+                break
+    return findings
+
+
+def _finding(host, check, device, port, expected, found, cause, fix):
+    return {"host": host, "severity": "error", "check": check, "device": device,
+            "port": int(port) if str(port).isdigit() else port, "expected": expected, "found": found,
+            "cause": cause, "fix": fix}

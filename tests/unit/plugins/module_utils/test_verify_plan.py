@@ -1,0 +1,88 @@
+"""verify_plan: a host's expectations from its facts, /etc/nccl.conf parsing, and what in it cannot work."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils import verify_plan
+
+
+def _port(link_layer, state="ACTIVE", gid_index=None, gids=None, tos=None, rate=400.0):
+    port = {"link_layer": link_layer, "state": state, "phys_state": "LinkUp" if state == "ACTIVE" else "Polling",
+            "rate_gbps": rate, "roce_v2_ipv4_gid_index": gid_index, "gids": gids or [], "netdev": None,
+            "rdma_cm": {"default_roce_mode": "RoCE v2", "default_roce_tos": tos} if tos is not None else None}
+    return port
+
+
+def _facts(devices):
+    return {"devices": {name: {"ports": {"1": port}} for name, port in devices.items()}}
+
+
+ROCE_GIDS = [{"index": 0, "gid": "fe80:0000:0000:0000:0000:0000:0000:0001", "type": "IB/RoCE v1"},
+             {"index": 1, "gid": "fe80:0000:0000:0000:0000:0000:0000:0001", "type": "RoCE v2"},
+             {"index": 2, "gid": "0000:0000:0000:0000:0000:ffff:0a00:000b", "type": "IB/RoCE v1"},
+             {"index": 3, "gid": "0000:0000:0000:0000:0000:ffff:0a00:000b", "type": "RoCE v2"}]
+
+
+def test_rails_in_natural_order_of_the_group_link_layer():
+    facts = _facts({"mlx5_10": _port("InfiniBand"), "mlx5_2": _port("InfiniBand"), "mlx5_3": _port("Ethernet")})
+    plan = verify_plan.host_plan(facts, "infiniband")
+    assert plan["hcas"] == ["mlx5_2", "mlx5_10"]
+    assert [r["rail"] for r in plan["rails"]] == [0, 1]
+    assert plan["rails"][0]["gid_index"] is None and plan["link_layer"] == "InfiniBand"
+
+
+def test_roce_rail_takes_gid_index_and_tos_from_facts_and_gdr_auto_follows_the_gpu_driver():
+    facts = _facts({"mlx5_0": _port("Ethernet", gid_index=3, tos=106)})
+    plan = verify_plan.host_plan(facts, "roce", gdr_mode="auto", gpu_driver=True)
+    assert plan["rails"][0]["gid_index"] == 3 and plan["rails"][0]["tclass"] == 106
+    assert plan["gdr_expected"] is True
+    assert verify_plan.host_plan(facts, "roce", gdr_mode="auto", gpu_driver=False)["gdr_expected"] is False
+    assert verify_plan.host_plan(facts, "roce", gdr_mode="true")["gdr_expected"] is True
+
+
+def test_named_hcas_keep_missing_ones_as_not_present():
+    plan = verify_plan.host_plan(_facts({"mlx5_0": _port("Ethernet")}), "roce", hcas=["mlx5_0", "mlx5_1"])
+    assert [(r["hca"], r["present"]) for r in plan["rails"]] == [("mlx5_0", True), ("mlx5_1", False)]
+
+
+@pytest.mark.parametrize("args,message", [
+    (("ethernet",), "the host must be in the infiniband or the roce group; got 'ethernet'"),
+    (("roce", None, "maybe"), "verify_expect_gdr must be true, false or auto; got 'maybe'"),
+    (("roce", "mlx5_0"), "verify_hcas must be a list of RDMA device names"),
+])
+def test_bad_input(args, message):
+    with pytest.raises(ValueError, match=message):
+        verify_plan.host_plan(_facts({}), *args)
+
+
+def test_nccl_conf_as_nccl_reads_it():
+    text = "# written by hpcnet.rdma\nNCCL_IB_HCA==mlx5_0:1,mlx5_1:1\nNCCL_IB_GID_INDEX = 3  # RoCE v2\n\nNCCL_IB_GID_INDEX=5\nbad line\n"
+    assert verify_plan.nccl_conf(text) == {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "NCCL_IB_GID_INDEX": "5"}
+
+
+def test_hca_naming_a_down_port_is_a_finding_with_cause_and_fix():
+    facts = _facts({"mlx5_0": _port("InfiniBand"), "mlx5_1": _port("InfiniBand", state="DOWN")})
+    findings = verify_plan.nccl_conf_findings("ib-node02", {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1"}, facts)
+    assert len(findings) == 1
+    f = findings[0]
+    assert (f["host"], f["check"], f["device"], f["port"], f["expected"]) == ("ib-node02", "nccl_conf_hca", "mlx5_1", 1, "ACTIVE")
+    assert "mlx5_1:1 is DOWN/Polling" in f["found"] and "NCCL_IB_HCA" in f["cause"] and "site.yml --tags nccl" in f["fix"]
+    assert verify_plan.nccl_conf_findings("h", {"NCCL_IB_HCA": "=mlx5_0:1"}, facts) == []
+    missing = verify_plan.nccl_conf_findings("h", {"NCCL_IB_HCA": "mlx5_7"}, facts)
+    assert missing[0]["found"] == "/etc/nccl.conf names mlx5_7:1, which this host does not have"
+    # an excluding list names ports NCCL must not use: nothing to check
+    assert verify_plan.nccl_conf_findings("h", {"NCCL_IB_HCA": "^mlx5_1"}, facts) == []
+
+
+def test_gid_index_that_is_not_the_roce_v2_ipv4_entry_is_a_finding():
+    facts = _facts({"mlx5_0": _port("Ethernet", gid_index=3, gids=ROCE_GIDS)})
+    findings = verify_plan.nccl_conf_findings("roce-node01", {"NCCL_IB_GID_INDEX": "1"}, facts)
+    assert len(findings) == 1
+    f = findings[0]
+    assert f["check"] == "nccl_conf_gid_index" and f["expected"] == "NCCL_IB_GID_INDEX=3 (RoCE v2, IPv4)"
+    assert f["found"] == "GID index 1: fe80:0000:0000:0000:0000:0000:0000:0001 (RoCE v2)"
+    assert "set NCCL_IB_GID_INDEX=3" in f["fix"]
+    assert verify_plan.nccl_conf_findings("roce-node01", {"NCCL_IB_GID_INDEX": "3"}, facts) == []
+    empty = verify_plan.nccl_conf_findings("roce-node01", {"NCCL_IB_GID_INDEX": "9"}, facts)
+    assert empty[0]["found"] == "GID index 9: an empty entry"
