@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 ROLES = sorted(p for p in (Path(__file__).resolve().parents[3] / "roles").iterdir() if (p / "meta/argument_specs.yml").exists())
-PY_TYPES = {"str": str, "bool": bool, "int": int, "list": list, "dict": dict, "path": str, "raw": object}
+PY_TYPES = {"str": str, "bool": bool, "int": int, "float": (int, float), "list": list, "dict": dict, "path": str,
+            "raw": object}
 
 
 def _load(role):
@@ -44,7 +45,8 @@ def test_defaults_match_spec_type_default_and_choices(role):
         assert isinstance(value, PY_TYPES[entry["type"]]), name
         assert entry.get("default") == value, name
         if "choices" in entry:
-            assert value in entry["choices"], name
+            values = value if entry["type"] == "list" else [value]
+            assert all(v in entry["choices"] for v in values), name
 
 
 @pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
