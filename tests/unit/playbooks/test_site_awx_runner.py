@@ -65,11 +65,13 @@ RUNNER_CASES = [
 CASE_IDS = ["%s-from-%s" % (case[0], case[1]) for case in RUNNER_CASES]
 # Playbooks that change no configuration file and have their own tests below.
 ROLLING_CASES = [("playbooks/rolling_reboot.yml", "repo", "playbooks/rolling_reboot.yml")]
+# Playbooks that only read the hosts and write a report on the controller.
+VERIFY_CASES = [("verify.yml", "repo", "verify.yml"), ("playbooks/verify.yml", "repo", "playbooks/verify.yml")]
 
 
 def test_every_shipped_playbook_has_a_runner_case():
     """A new playbook under playbooks/ (or at the root) needs its AWX case in RUNNER_CASES or ROLLING_CASES."""
-    assert sorted(shipped_playbooks()) == sorted({case[0] for case in RUNNER_CASES + ROLLING_CASES})
+    assert sorted(shipped_playbooks()) == sorted({case[0] for case in RUNNER_CASES + ROLLING_CASES + VERIFY_CASES})
 
 
 def _default_route_interface():
@@ -242,3 +244,22 @@ def test_awx_rolling_reboot_with_nothing_pending_reboots_nothing(job, tmp_path):
     assert _stats(run)["changed"] == 0 and _stats(run)["failures"] == 0
     started = [e["event_data"].get("task") for e in run.events if e.get("event") == "runner_on_start"]
     assert "Reboot" not in started
+
+
+@pytest.mark.parametrize("job", VERIFY_CASES, ids=["%s-from-%s" % (c[0], c[1]) for c in VERIFY_CASES], indirect=True)
+def test_awx_verify_job_writes_the_report_and_changes_no_host(job, roce_tree, tmp_path):
+    """A job template for verify.yml on a host the collection did not configure: the report names what differs."""
+    pdd, playbook, _ = job
+    report_dir = tmp_path / "report"
+    run = _run(pdd, playbook, "roce", {"rdma_sysfs_root": str(roce_tree), "ansible_become": False,
+                                       "verify_report_dir": str(report_dir), "verify_fail_on_findings": False})
+    assert run.status == "successful", run.stdout.read()
+    report = json.loads((report_dir / "fabric-report.json").read_text())
+    assert set(report) >= {"verdict", "hosts", "findings", "perftest", "nccl", "counters"}
+    assert report["hosts"][HOST]["group"] == "roce"
+    assert report["perftest"] == [] and report["nccl"] == {}  # one host: no pair, no launch
+    assert (report_dir / "fabric-report.html").read_text().count('id="verdict"') == 1
+    # only the controller's report files changed (the directory and the two files), nothing on the host
+    changed = [e["event_data"]["task"] for e in run.events if e.get("event") == "runner_on_ok"
+               and e["event_data"]["res"].get("changed")]
+    assert sorted(changed) == ["Create the report directory", "Write fabric-report.html", "Write fabric-report.json"]
