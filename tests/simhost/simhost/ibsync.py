@@ -215,6 +215,8 @@ class Syncer:
                     self.last[f"{dev['name']}/{pnum}"] = {"reachable": False}
                 continue
             self.fails[key] = 0
+            if key in unplugged(exp):  # the cable came out while the SM was asked: the port stays DOWN
+                continue
             info = parse_portinfo(text)
             pkeys = parse_pkeys(pk_text)[0] if pk_text else None
             files = port_files(info, pkeys, port["pkey_tbl_len"])
