@@ -68,8 +68,13 @@ sanity: venv $(COLLECTION_TREE) $(ANSIBLE_TEST_GET_PIP) ## ansible-test sanity o
 	cd $(COLLECTION_TREE) && $(BIN)/ansible-test sanity --python 3.11 --color no \
 	    --exclude tests/ --exclude molecule/ $(SANITY_ARGS)
 
-molecule: venv image ## Molecule scenarios in Docker containers of simulated ConnectX hosts
-	$(BIN)/molecule test --all
+# Longest first; tests/tools/molecule_lanes.py runs MOLECULE_JOBS of them at once where they share no container,
+# network or subnet, and ends with the failed tasks of any that failed. MOLECULE_JOBS=1 runs one at a time.
+MOLECULE_SCENARIOS ?= infiniband firmware ofed roce default verify
+MOLECULE_JOBS ?= 2
+
+molecule: venv image ## Molecule scenarios in Docker containers of simulated ConnectX hosts (two at a time)
+	$(PY) tests/tools/molecule_lanes.py --jobs $(MOLECULE_JOBS) $(MOLECULE_SCENARIOS)
 
 bench: venv ## Benchmarks: verify perftest rounds on 4/8 hosts, rdma_facts read time, roce_qos no-op, site.yml on 4/16/32 hosts, NCCL log analyser
 	$(PY) tests/bench/bench_verify_rounds.py --sizes 4,8

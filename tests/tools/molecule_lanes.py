@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Run Molecule scenarios side by side where they cannot collide, and say plainly which one failed and where.
+
+Most of a scenario's wall time is waiting (docker exec round trips, systemd boots, subnet manager sweeps), so two
+scenarios at once use a 2-core machine much better than one. Two scenarios collide when they share a container
+name, a Docker network name or a subnet (Docker refuses a second network on a subnet in use, and the simulated
+hosts' profiles fix their rails' subnets). Those are read from each scenario's molecule.yml; a scenario starts, in
+the order given, as soon as a lane is free and nothing running collides with it.
+
+Each scenario's output goes to <logs>/<scenario>.log. At the end: one line per scenario, and for each failed one
+the tasks that failed and the end of its log, so that the tail of a CI log names the failure.
+
+Usage: molecule_lanes.py [--jobs N] [--logs DIR] [SCENARIO ...]   (default: every molecule/*/molecule.yml)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+MOLECULE = ROOT / "molecule"
+FAILED_TASK = re.compile(r"^\s*(?:\S+\s+)?(fatal|failed): \[|ERROR|Executed: Failed")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def scenario_names():
+    """Every scenario of the repository, in directory order."""
+    return sorted(p.parent.name for p in MOLECULE.glob("*/molecule.yml"))
+
+
+def resources(scenario):
+    """What a scenario holds while it runs: container:<name>, network:<name> and subnet:<cidr> entries."""
+    config = yaml.safe_load((MOLECULE / scenario / "molecule.yml").read_text(encoding="utf-8")) or {}
+    held = set()
+    for platform in config.get("platforms") or []:
+        held.add(f"container:{platform['name']}")
+        for network in platform.get("docker_networks") or []:
+            held.add(f"network:{network['name']}")
+            for ipam in network.get("ipam_config") or []:
+                if ipam.get("subnet"):
+                    held.add(f"subnet:{ipam['subnet']}")
+    return held
+
+
+def collides(scenario, running, held):
+    """The running scenario this one would collide with, or None."""
+    for other in running:
+        if held[scenario] & held[other]:
+            return other
+    return None
+
+
+def failure_excerpt(log_path, tail=60):
+    """The failed tasks (with the task line above each) and the last lines of a scenario's log."""
+    lines = [ANSI.sub("", line.rstrip("\n")) for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines()]
+    picked = []
+    last_task = None
+    for number, line in enumerate(lines):
+        if "TASK [" in line:
+            last_task = line.strip(" │")
+        if FAILED_TASK.search(line):
+            if last_task and (not picked or picked[-1] != last_task):
+                picked.append(last_task)
+            picked.extend(text.strip(" │") for text in lines[number:number + 12])
+    return picked[-200:], lines[-tail:]
+
+
+def run(scenarios, jobs, logs):
+    """Run the scenarios; return {scenario: (returncode, seconds)}."""
+    held = {name: resources(name) for name in scenarios}
+    waiting = list(scenarios)
+    running = {}
+    results = {}
+    logs.mkdir(parents=True, exist_ok=True)
+    while waiting or running:
+        for name in list(waiting):
+            if len(running) >= jobs:
+                break
+            if collides(name, running, held) is None:
+                waiting.remove(name)
+                with open(logs / f"{name}.log", "wb") as log:
+                    process = subprocess.Popen(["molecule", "test", "-s", name], cwd=ROOT, stdout=log,
+                                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                running[name] = (process, time.monotonic())
+                print(f"molecule: {name} started", flush=True)
+        time.sleep(2)
+        for name, (process, started) in list(running.items()):
+            if process.poll() is not None:
+                del running[name]
+                results[name] = (process.returncode, round(time.monotonic() - started))
+                verdict = "passed" if process.returncode == 0 else f"FAILED (rc {process.returncode})"
+                print(f"molecule: {name} {verdict} in {results[name][1]} s ({logs / name}.log)", flush=True)
+    return results
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("MOLECULE_JOBS", "2")))
+    parser.add_argument("--logs", type=Path, default=ROOT / ".ansible" / "molecule-logs")
+    parser.add_argument("scenarios", nargs="*")
+    args = parser.parse_args(argv)
+    known = scenario_names()
+    unknown = [name for name in args.scenarios if name not in known]
+    if unknown or args.jobs < 1:
+        parser.error(f"unknown scenario {', '.join(unknown)}; scenarios: {', '.join(known)}" if unknown
+                     else "--jobs must be 1 or more")
+    started = time.monotonic()
+    results = run(args.scenarios or known, args.jobs, args.logs)
+    failed = [name for name, (returncode, _) in results.items() if returncode != 0]
+    # what a CI log shows first is its end: the failures' excerpts come after the logs' tails, the recap last
+    for name in failed:
+        picked, tail = failure_excerpt(args.logs / f"{name}.log")
+        print(f"\n=== {name}: end of {args.logs / name}.log\n" + "\n".join(tail))
+        print(f"\n=== {name}: failed tasks\n" + "\n".join(picked or ["(none found)"]))
+    print(f"\nmolecule: {len(results)} scenarios in {round(time.monotonic() - started)} s, {args.jobs} at a time")
+    for name, (returncode, seconds) in results.items():
+        print(f"  {name:<12} {'passed' if returncode == 0 else 'FAILED':<7} {seconds:>5} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

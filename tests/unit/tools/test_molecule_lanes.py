@@ -1,0 +1,57 @@
+"""tests/tools/molecule_lanes.py: which scenarios may run side by side, and what a failed one prints."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import molecule_lanes  # noqa: E402  pylint: disable=wrong-import-position
+
+
+@pytest.fixture(name="held")
+def _held():
+    return {name: molecule_lanes.resources(name) for name in molecule_lanes.scenario_names()}
+
+
+def test_every_scenario_holds_its_containers(held):
+    assert {"default", "infiniband", "verify", "roce"} <= set(held)
+    assert "container:mol-ib-sm1" in held["infiniband"]
+    assert "subnet:10.10.0.0/24" in held["infiniband"]
+
+
+def test_scenarios_on_the_same_rail_subnets_never_run_together(held):
+    # the RoCE profiles fix 10.0.1.0/24 and 10.0.2.0/24; the IB profiles 10.10.0.0/24 and 10.10.1.0/24
+    assert molecule_lanes.collides("verify", ["infiniband"], held) == "infiniband"
+    assert molecule_lanes.collides("roce", ["default", "firmware"], held) == "firmware"
+    assert molecule_lanes.collides("default", ["infiniband", "roce"], held) is None
+
+
+def test_no_two_scenarios_share_a_container_name(held):
+    containers = {}
+    for name, items in held.items():
+        for item in items:
+            if item.startswith("container:"):
+                assert item not in containers, f"{item} in {containers.get(item)} and {name}"
+                containers[item] = name
+
+
+def test_a_failed_scenario_names_its_failed_task(tmp_path):
+    log = tmp_path / "roce.log"
+    log.write_text("\n".join([
+        "  │ TASK [hpcnet.rdma.roce : Apply the QoS settings] ***",
+        "  │ ok: [mol-roce-inbox]",
+        "  │ fatal: [mol-roce-ofed]: FAILED! => changed=false",
+        "  │   msg: pfc_priorities: 8 is not a priority (0-7)",
+        "INFO roce ➜ converge: \x1b[31mExecuted: Failed\x1b[0m",
+    ]) + "\n", encoding="utf-8")
+    picked, tail = molecule_lanes.failure_excerpt(log, tail=2)
+    assert picked[0] == "TASK [hpcnet.rdma.roce : Apply the QoS settings] ***"
+    assert "fatal: [mol-roce-ofed]: FAILED! => changed=false" in picked
+    assert "msg: pfc_priorities: 8 is not a priority (0-7)" in picked
+    assert tail[-1] == "INFO roce ➜ converge: Executed: Failed"
+
+
+def test_an_unknown_scenario_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        molecule_lanes.main(["--jobs", "2", "rocee"])
+    assert "unknown scenario rocee; scenarios: default" in capsys.readouterr().err
