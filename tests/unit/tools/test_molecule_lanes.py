@@ -1,11 +1,7 @@
 """tests/tools/molecule_lanes.py: which scenarios may run side by side, and what a failed one prints."""
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-import molecule_lanes  # noqa: E402  pylint: disable=wrong-import-position
+import molecule_lanes  # tests/tools, on the path by tests/unit/conftest.py
 
 
 @pytest.fixture(name="held")
