@@ -79,6 +79,10 @@ def run(scenarios, jobs, logs):
     running = {}
     results = {}
     logs.mkdir(parents=True, exist_ok=True)
+    # the collection as the clone holds it (collections/ansible_collections/hpcnet/rdma -> the clone), for every
+    # scenario at once: .config/molecule/config.yml turns Molecule's per-scenario install (prerun) off
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.pathsep.join(
+        [str(ROOT / "collections")] + [p for p in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if p]))
     while waiting or running:
         for name in list(waiting):
             if len(running) >= jobs:
@@ -87,7 +91,7 @@ def run(scenarios, jobs, logs):
                 waiting.remove(name)
                 with open(logs / f"{name}.log", "wb") as log:
                     process = subprocess.Popen(["molecule", "test", "-s", name], cwd=ROOT, stdout=log,
-                                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
                 running[name] = (process, time.monotonic())
                 print(f"molecule: {name} started", flush=True)
         time.sleep(2)
