@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: hpcnet.rdma contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the ofed role: vendor stack input checks and mlnxofedinstall's output."""
+"""Filters of the ofed role: vendor stack input checks, mlnxofedinstall's output, apt candidates."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -20,8 +20,14 @@ def ofed_installer_result(stdout):
     return ofed_stack.parse_installer_output(stdout)
 
 
+def ofed_apt_candidates(stdout):
+    """``apt-cache policy`` output -> the names of the packages a configured source can install."""
+    return sorted(name for name, candidate in ofed_stack.parse_apt_policy(stdout).items() if candidate)
+
+
 class FilterModule:
     """hpcnet.rdma ofed filters."""
 
     def filters(self):
-        return {"ofed_input_errors": ofed_input_errors, "ofed_installer_result": ofed_installer_result}
+        return {"ofed_input_errors": ofed_input_errors, "ofed_installer_result": ofed_installer_result,
+                "ofed_apt_candidates": ofed_apt_candidates}

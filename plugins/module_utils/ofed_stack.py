@@ -145,6 +145,27 @@ def parse_installer_output(text):
     return out
 
 
+def parse_apt_policy(text):
+    """``apt-cache policy <name>...`` -> ``{name: candidate version or None}``.
+
+    One block a package: ``<name>:`` at column 0, then ``  Installed: ...`` and ``  Candidate: <version>`` (or
+    ``(none)`` when no source offers it). apt prints nothing for a name it has no record of, so such a name is absent
+    from the result.
+    """
+    policy = {}
+    name = None
+    for line in (text or "").splitlines():
+        header = re.match(r"^(\S+):$", line)
+        if header:
+            name = header.group(1)
+            policy[name] = None
+            continue
+        candidate = re.match(r"^\s+Candidate: (\S+)$", line)
+        if candidate and name is not None:
+            policy[name] = None if candidate.group(1) == "(none)" else candidate.group(1)
+    return policy
+
+
 def _package_version(runner, name):
     dpkg_query = runner.which("dpkg-query")
     if dpkg_query:

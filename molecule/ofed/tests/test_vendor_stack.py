@@ -61,9 +61,11 @@ def test_mlnx_ofed_driver_waits_for_a_reboot(ib):
 
 
 @pytest.mark.parametrize("package", ["openmpi-bin", "libopenmpi3", "python3-mpi4py"])
-def test_the_site_mpi_stack_survives_the_change_from_inbox(host, package):
-    # the vendor's rdma-core family replaces the distribution's in place; removing the inbox stack first would have
-    # taken Open MPI, libfabric, UCX and mpi4py with it (they depend on libibverbs1 / ibverbs-providers)
+def test_the_site_mpi_stack_survives_the_stack_changes(host, package):
+    # inbox -> vendor: the vendor's rdma-core family replaces the distribution's in place (removing the inbox stack
+    # first would take Open MPI, libfabric, UCX and mpi4py with it: they depend on libibverbs1 / ibverbs-providers);
+    # vendor -> vendor (the DOCA upgrade, downgrade and offline upgrade of side_effect): ofed_uninstall.sh does take
+    # them, and the role installs them again after the new stack
     if host.backend.get_hostname() not in (ROCE, IB):
         pytest.skip("RDMA hosts only")
     assert host.package(package).is_installed

@@ -120,6 +120,20 @@ def test_installer_success_tail():
     assert out["passed"] and out["activation"] == "/etc/init.d/openibd restart"
 
 
+# ---- apt-cache policy (the site's packages the removal of the old stack took) ---------------------------------
+def test_apt_policy_real_capture():
+    policy = ofed_stack.parse_apt_policy((IB / "apt-cache-policy-01.txt").read_text())
+    # a virtual package has no candidate; a name apt does not know prints nothing, so it is absent
+    assert policy == {"openmpi-bin": "4.1.4-3+b1", "mail-transport-agent": None, "dpkg": "1.21.23"}
+
+
+def test_apt_candidates_filter_keeps_installable_names_only():
+    from ansible_collections.hpcnet.rdma.plugins.filter.ofed import ofed_apt_candidates
+
+    assert ofed_apt_candidates((IB / "apt-cache-policy-01.txt").read_text()) == ["dpkg", "openmpi-bin"]
+    assert ofed_apt_candidates("") == []
+
+
 # ---- inputs ---------------------------------------------------------------------------------------------------
 GOOD = "sha256:" + "a" * 64
 
