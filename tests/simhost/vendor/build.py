@@ -10,7 +10,8 @@ Output (served as it is by the mirror container, tests/container/mirror-up.yml):
   mirror/ofed/MLNX_OFED-<ver>/MLNX_OFED_LINUX-<ver>-debian12-x86_64.{tgz,iso}
   mirror/debian/ (+ debian-archive-key.asc)                the distribution mirror an air-gapped site keeps:
                                                            kernel headers, a newer kernel, the vendor packages'
-                                                           dependencies, the inbox rdma-core family
+                                                           dependencies, the inbox rdma-core family and the
+                                                           site's packages that depend on it (Open MPI, ...)
   mirror/debian-updates/                                   a distribution update of rdma-core that sorts above
                                                            the vendor's (an epoch), for the pinning test
   SHA256SUMS                                               sha256 of every downloadable artifact
@@ -222,8 +223,8 @@ def build(out: Path, kernel: str) -> None:
     os.replace(doca_root / "GPG-KEY-Mellanox.pub.new", doca_root / "GPG-KEY-Mellanox.pub")
     gpg(home, "--armor", "--export", "-o", str(mirror / "debian-archive-key.asc.new"), distro_fpr)
     os.replace(mirror / "debian-archive-key.asc.new", mirror / "debian-archive-key.asc")
-    debian_debs = download_debian(stacks.RDMA_CORE_PACKAGES + stacks.DISTRO_DEPENDENCIES
-                                  , out / "debian-pool")
+    debian_debs = download_debian(stacks.RDMA_CORE_PACKAGES + stacks.DISTRO_DEPENDENCIES + stacks.SITE_PACKAGES,
+                                  out / "debian-pool")
 
     # DOCA: online repositories and local-repo packages
     for ver, info in stacks.DOCA.items():

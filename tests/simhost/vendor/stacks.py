@@ -35,6 +35,12 @@ RDMA_CORE_PACKAGES = ["rdma-core", "libibverbs1", "ibverbs-providers", "ibverbs-
                       "libibmad5", "libibnetdisc5", "infiniband-diags"]
 # What the vendor packages need from the distribution that a minimal image lacks: the air-gapped distro mirror.
 DISTRO_DEPENDENCIES = ["udev", "libnl-3-200", "libnl-route-3-200", "pci.ids", "libpci3", "perftest"]
+# What the image has installed that depends on the rdma-core family (libibverbs1, libibumad3, ...): removing a vendor
+# stack (ofed_uninstall.sh) removes these too and the ofed role installs them again, so the air-gapped distro mirror
+# carries them, as a site's mirror carries what its hosts run (measured: /var/log/apt/history.log of a DOCA upgrade
+# in the ofed scenario).
+SITE_PACKAGES = ["openmpi-bin", "libopenmpi3", "mpi-default-bin", "python3-mpi4py", "libfabric1", "libucx0",
+                 "mstflint", "ibsim-utils", "libumad2sim0"]
 DKMS_MODULE = "mlnx-ofed-kernel"
 KERNEL_MODULES = ["mlx_compat", "mlx5_core", "mlx5_ib", "ib_core", "ib_uverbs", "ib_umad", "rdma_cm", "rdma_ucm",
                   "ib_ipoib"]
