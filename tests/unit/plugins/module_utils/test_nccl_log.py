@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Tests for the NCCL_DEBUG=INFO analyser (plugins/module_utils/nccl_log.py).
+"""Tests for the NCCL_DEBUG=INFO analyser (plugins/module_utils/nccl_log/).
 
 Fixture comparison rules (every ``*.expected.json`` under ``tests/fixtures/real/nccl-logs`` and ``fixtures/nccl-field``):
 

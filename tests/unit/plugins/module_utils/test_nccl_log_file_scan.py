@@ -14,9 +14,8 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import nccl_log
-from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import (
-    NcclLogAnalyzer, _LEADING, _TOKENS, _relevant, analyze_file)
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import NcclLogAnalyzer, analyze_file, grammar, scan
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.grammar import _LEADING, _TOKENS, _relevant
 from fixtures_path import nccl_log_fixtures
 
 FIXTURES = nccl_log_fixtures()
@@ -26,7 +25,7 @@ def reference(data):
     """The documented rule, line by line: each line is read up to its first _LINE_BYTES bytes; it is analysed when that
     head holds a token (or matches _LEADING); an unterminated last line too."""
     an = NcclLogAnalyzer()
-    lines = [line[:nccl_log._LINE_BYTES] for line in data.split(b"\n")]
+    lines = [line[:grammar._LINE_BYTES] for line in data.split(b"\n")]
     last = lines.pop()
     for i, line in enumerate(lines):
         if _relevant(line) or _LEADING.match(line):
@@ -152,12 +151,12 @@ def test_repeats_interleaved_with_chains_wrappers_crlf_and_tables(tmp_path):
 def test_every_token_is_found_by_the_chunk_scans():
     for tok in _TOKENS:
         line = b"h:1:2 [0] NCCL INFO x " + tok + b" y"
-        assert any(rx.search(line) for _a, _l, rx in nccl_log._TOKEN_SCANS), tok
+        assert any(rx.search(line) for _a, _l, rx in scan._TOKEN_SCANS), tok
     assert {tok for tok in _TOKENS if _relevant(b" " + tok + b" ")} == set(_TOKENS)
 
 
 def test_memo_stays_bounded(tmp_path, monkeypatch):
-    monkeypatch.setattr(nccl_log, "_MEMO_MAX", 50)
+    monkeypatch.setattr(scan, "_MEMO_MAX", 50)
     check(tmp_path, ("\n".join(many_comms(4)) + "\n").encode(), chunk_sizes=(1 << 23,))
 
 
@@ -177,7 +176,7 @@ def test_fast_path_equals_reference_on_random_mixes(tmp_path, lines, final_newli
 def test_lines_longer_than_the_cap_are_read_by_their_head_in_every_path(tmp_path):
     """A line is analysed up to its first _LINE_BYTES bytes (file paths at any chunk size, grep, text); a token only
     in the dropped tail does not select it, and memory stays bounded whatever the line length."""
-    cap = nccl_log._LINE_BYTES
+    cap = grammar._LINE_BYTES
     good = (P % (1, 10, 110, 0)).encode()
     data = b"\n".join([
         good + b"Using network IB " + b"x" * (cap + 10),                          # token in the head: read

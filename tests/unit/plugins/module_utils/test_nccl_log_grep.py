@@ -17,12 +17,11 @@ import subprocess
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import nccl_log
-from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import analyze_file
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import NcclLogAnalyzer, analyze_file, grammar, scan
 from fixtures_path import nccl_log_fixtures
 from test_nccl_log_file_scan import adversarial_mix, many_comms
 
-pytestmark = pytest.mark.skipif(nccl_log._gnu_grep() is None, reason="GNU grep is not on PATH")
+pytestmark = pytest.mark.skipif(scan._gnu_grep() is None, reason="GNU grep is not on PATH")
 
 FIXTURES = nccl_log_fixtures()
 MODES = ("one-grep", "split")
@@ -37,23 +36,23 @@ def canon(result):
 def fixture_grep_used(monkeypatch):
     """Records whether each analyze_file call got its result from grep (True) or fell back (False)."""
     calls = []
-    real = nccl_log._grep_scan
+    real = scan._grep_scan
 
     def spy(path, fh):
         an = real(path, fh)
         calls.append(an is not None)
         return an
 
-    monkeypatch.setattr(nccl_log, "_grep_scan", spy)
+    monkeypatch.setattr(scan, "_grep_scan", spy)
     return calls
 
 
 def set_mode(monkeypatch, mode):
     if mode == "split":
-        monkeypatch.setattr(nccl_log, "_SPLIT_MIN", 1)
-        monkeypatch.setattr(nccl_log.os, "cpu_count", lambda: 2)
+        monkeypatch.setattr(scan, "_SPLIT_MIN", 1)
+        monkeypatch.setattr(scan.os, "cpu_count", lambda: 2)
     else:
-        monkeypatch.setattr(nccl_log, "_SPLIT_MIN", 1 << 62)
+        monkeypatch.setattr(scan, "_SPLIT_MIN", 1 << 62)
 
 
 def same(path, grep_used, expect_grep=True):
@@ -136,7 +135,7 @@ def test_line_count_matches_python_including_an_unterminated_last_line(data, lin
 
 def test_grep_selects_exactly_the_lines_the_python_rule_selects(tmp_path):
     # No re-check in Python here: grep's own selection (_GREP_ERE) must equal _wanted, line for line.
-    pieces = [t.decode() for t in nccl_log._TOKENS]
+    pieces = [t.decode() for t in grammar._TOKENS]
     pieces += ["", " ", "\t", "\x0b", "\x0c", "\r", "{", "1", "23", "x", "_", "-", "\xe9", "via", "Ring", "NET", "#"]
     lines = set()
     for a in pieces:
@@ -147,10 +146,10 @@ def test_grep_selects_exactly_the_lines_the_python_rule_selects(tmp_path):
     lines = sorted(line for line in lines if b"\n" not in line)
     path = tmp_path / "log"
     path.write_bytes(b"\n".join(lines) + b"\n")
-    out = subprocess.run([nccl_log._gnu_grep(), "-a", "-n", "-E", "-e", nccl_log._GREP_ERE, "--", str(path)],
+    out = subprocess.run([scan._gnu_grep(), "-a", "-n", "-E", "-e", scan._GREP_ERE, "--", str(path)],
                          stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"), check=False).stdout
     chosen = {int(item.split(b":", 1)[0]) for item in out.split(b"\n") if item}
-    want = {i + 1 for i, line in enumerate(lines) if nccl_log._wanted(line)}
+    want = {i + 1 for i, line in enumerate(lines) if grammar._wanted(line)}
     assert chosen == want
     assert len(want) > 100 and len(lines) - len(want) > 100
 
@@ -161,7 +160,7 @@ def test_token_literals_are_escaped_for_grep(tmp_path):
     path = tmp_path / "log"
     path.write_bytes(b"\n".join(lines) + b"\n")
     for tok in tokens:
-        out = subprocess.run([nccl_log._gnu_grep(), "-a", "-n", "-E", "-e", nccl_log._ere_literal(tok), "--", str(path)],
+        out = subprocess.run([scan._gnu_grep(), "-a", "-n", "-E", "-e", scan._ere_literal(tok), "--", str(path)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"), check=False)
         assert out.stderr == b"", tok
         want = [n + 1 for n, line in enumerate(lines) if tok in line]
@@ -169,28 +168,28 @@ def test_token_literals_are_escaped_for_grep(tmp_path):
 
 
 def test_grep_pattern_and_python_filter_derive_from_one_token_list():
-    alternatives = nccl_log._GREP_ERE.split("|")
-    assert alternatives[:len(nccl_log._TOKENS)] == [nccl_log._ere_literal(t) for t in nccl_log._TOKENS]
-    assert "|".join(alternatives[len(nccl_log._TOKENS):]) == nccl_log._LEADING_ERE
-    for tok in nccl_log._TOKENS:
-        assert nccl_log._relevant(b"x " + tok + b" y")
-        assert any(rx.search(b"h:1:2 [0] NCCL INFO x " + tok + b" y") for _a, _l, rx in nccl_log._TOKEN_SCANS), tok
-    assert not nccl_log._relevant(b"gpu0:1:2 [0] NCCL INFO AllReduce: opCount 1 comm 0x1 [nranks=2] stream 0x9")
+    alternatives = scan._GREP_ERE.split("|")
+    assert alternatives[:len(grammar._TOKENS)] == [scan._ere_literal(t) for t in grammar._TOKENS]
+    assert "|".join(alternatives[len(grammar._TOKENS):]) == scan._LEADING_ERE
+    for tok in grammar._TOKENS:
+        assert grammar._relevant(b"x " + tok + b" y")
+        assert any(rx.search(b"h:1:2 [0] NCCL INFO x " + tok + b" y") for _a, _l, rx in scan._TOKEN_SCANS), tok
+    assert not grammar._relevant(b"gpu0:1:2 [0] NCCL INFO AllReduce: opCount 1 comm 0x1 [nranks=2] stream 0x9")
 
 
 def _old_comm_key(line):
     """The comm-init key as take() computed it before _comm_key (full _STRICT match)."""
     if not line.startswith(b"ncclCommInit", line.find(b" NCCL INFO ") + 11):
         return None
-    ms = nccl_log._STRICT.match(line)
-    mi = nccl_log._COMM_INIT.match(ms.group(3)) if ms and line.isascii() else None
+    ms = scan._STRICT.match(line)
+    mi = scan._COMM_INIT.match(ms.group(3)) if ms and line.isascii() else None
     if mi and b"NCCL version" not in line and b" channels" not in line:
         return b"\x00%s\x00%s\x00%s" % (line[:ms.start(3)], mi.group(1), mi.group(2))
     return None
 
 
 def test_comm_key_equals_the_full_strict_match():
-    scanner = nccl_log._ChunkScanner(nccl_log.NcclLogAnalyzer())
+    scanner = scan._ChunkScanner(NcclLogAnalyzer())
     lines = SYNTHETIC["comm-init-variants"]().split(b"\n") + [
         b"", b" NCCL INFO ncclCommInit", b"a:1:2 [0] NCCL INFO ncclCommInit comm 0x1 rank 0 nranks 1 ",
         b"a:1:2 [0] NCCL INFO ncclCommInitAll comm 0xf rank 0 nranks 1 x", b"a:1:2 [0] NCCL INFO ncclCommInit comm 0x1 rank 0 nranks 1 x\r",
@@ -204,7 +203,7 @@ def test_comm_key_equals_the_full_strict_match():
 def test_missing_grep_falls_back_to_python(tmp_path, monkeypatch, grep_used):
     path = tmp_path / "log"
     path.write_bytes(adversarial_mix())
-    monkeypatch.setattr(nccl_log.shutil, "which", lambda name: None)
+    monkeypatch.setattr(scan.shutil, "which", lambda name: None)
     same(path, grep_used, expect_grep=False)
 
 
@@ -213,7 +212,7 @@ def test_grep_error_falls_back_to_python(tmp_path, monkeypatch, grep_used, mode)
     set_mode(monkeypatch, mode)
     path = tmp_path / "log"
     path.write_bytes(adversarial_mix())
-    monkeypatch.setattr(nccl_log, "_GREP_ERE", "(")     # grep exits 2: invalid regular expression
+    monkeypatch.setattr(scan, "_GREP_ERE", "(")     # grep exits 2: invalid regular expression
     same(path, grep_used, expect_grep=False)
 
 
@@ -252,7 +251,7 @@ def test_unreadable_file_raises_as_before(tmp_path, monkeypatch, use_grep):
     def denied(*_args, **_kw):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(nccl_log, "open", denied, raising=False)    # (root could read a chmod 0 file)
+    monkeypatch.setattr(scan, "open", denied, raising=False)    # (root could read a chmod 0 file)
     with pytest.raises(PermissionError):
         analyze_file(str(path), use_grep=use_grep)
 
@@ -265,7 +264,7 @@ def test_subprocesses_are_argv_lists_in_the_c_locale(tmp_path, monkeypatch):
         seen.append((args, kw))
         return real(args, **kw)
 
-    monkeypatch.setattr(nccl_log.subprocess, "Popen", spy)
+    monkeypatch.setattr(scan.subprocess, "Popen", spy)
     set_mode(monkeypatch, "split")
     path = tmp_path / "-log with space"
     path.write_bytes(adversarial_mix())
@@ -293,4 +292,4 @@ def test_grep_path_equals_python_path_on_random_mixes(tmp_path, monkeypatch, lin
 
 
 def test_shutil_is_used_to_find_grep():
-    assert nccl_log._gnu_grep() == shutil.which("grep")
+    assert scan._gnu_grep() == shutil.which("grep")
