@@ -22,7 +22,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.grammar import _NET_NAME, _RANK_TAG, _WRAP_MPI, _WRAP_SLURM
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.grammar import _RANK_TAG, _WRAP_MPI, _WRAP_SLURM
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.rules import (
     PLUGIN_LOAD_MEANING, PROXY_SOCKET_MEANING, classify_error, return_code_meaning)
 
@@ -30,95 +30,20 @@ MAX_BUSBW_ROWS = 1000
 REPLAY_NONE, REPLAY_NET, REPLAY_SELECT, REPLAY_NVLS = 0, 1, 2, 3
 _NOTHING_NEW = (REPLAY_NONE, None)
 
-# "NCCL version 2.21.5+cuda12.4"; RCCL (ROCm): "RCCL version : 2.21.5-HEAD:9a0e6a1".
-_VERSION = re.compile(r'[NR]CCL version :? ?(\d{1,6}\.\d{1,6}\.\d{1,6})')
-# The bracket after a rank is the GPU's busId (2.5-2.11, hex) or NVML index (2.12+): both name a GPU of one machine.
-_HOP = re.compile(r'^(?:Ring|Channel) (\d+)(?:/(\d+))? : (\d+)(?:\[([0-9a-fA-Fx]+)\])? -> (\d+)(?:\[([0-9a-fA-Fx]+)\])?'
-                  r'(?: \[(send|receive)\])? via (.*\S)\s*$')
-# RCCL (ROCm's NCCL) ends connection lines with the communicator: "via P2P/IPC comm 0x5609976f9470 nRanks 32".
-_RCCL_COMM_TAIL = re.compile(r' comm 0x[0-9a-fA-F]+ nRanks \d+(?: busId [0-9a-fA-F]+)?$')
-_COLLNET_HOP = re.compile(r'^(?:CollNet|Coll) (\d+)(?:/\d+)? : (\d+) \[(send|receive)\] via (.*\S)\s*$')
-# "NET/<name>/<dev>[(<proxy rank>)][/GDRDMA][/Shared]": the "(N)" is the PXN proxy rank (2.12+).
-_NET_VIA = re.compile(r'^(?:NET|COLLNET)/(.+?)/(\d+)(?:\((\d+)\))?((?:/[^/\s]+)*)$')
-_RING_LIST = re.compile(r'^(?:Channel|Ring) \d+(?:/\d+)? :((?:\s+\d+)+)\s*$')
-_RING_LIST_CUT = (20, 32)
-_NIC_DISTANCE = re.compile(r'^CUDA Dev \d+(?:\[\d+\])?, (' + _NET_NAME + r') NIC distance ?:')
-_TREES = re.compile(r'\[\d+\] ([-\d/]+)->(\d+)->(-?\d+)')
-# "[0]mlx5_0:1/IB"; newer NCCL may add rail and plane fields after the port: "[0]mlx5_0:1:0/IB", "[0]mlx5_0:1::0/RoCE".
-_IB_DEV = re.compile(r'\[(\d+)\]\s?([\w.\-+]+):(\d+)(?::\d*){0,2}/(IB|RoCE)')
-# 2.2/2.3 list the IB devices one per line: "NET/IB: [0] mlx5_1:1/IB"; the NET-subsystem trace of newer releases
-# names the uverbs device and adds properties: "NET/IB: [0] mlx5_0:uverbs0:1/IB provider=Mlx5 speed=400000 ...".
-_IB_DEV_LINE = re.compile(r'^NET/IB ?: \[(\d+)\] ?([\w.\-+]+?)(?::uverbs\d+)?:(\d+)(?::\d*){0,2}/(IB|RoCE)(?:\s+\w+=\S*)*\s*$')
-_IFACE_IP = re.compile(r'(?:^|[\s\]])([A-Za-z][\w.\-]*):([0-9A-Fa-f.:%\w]+?)<\d+>')
-_ENV = re.compile(r'^(NCCL_[A-Z0-9_]+) set (?:by environment )?to ((?:.*\S)?)\s*$')
-_ENV_CONF = re.compile(r'^(NCCL_[A-Z0-9_]+) set by (?:environment|config file|[\w ]+) to ((?:.*\S)?)\s*$')
-# 2.2-2.3 "Using internal Network IB" / "Using external Network AWS Libfabric" (a plugin); 2.6+ "Using network IB".
-_USING_NET = re.compile(r'^Using (?:internal |external )?[Nn]etwork (' + _NET_NAME + r')\s*$')
-_ASSIGNED = re.compile(r'^Assigned NET plugin (.+?) to comm')
-# Return-code frame: "init.cc:903 -> 5", "... -> 2 [Proxy Thread]", "misc/socket.cc:100 -> 2 (Connection refused)" (EQCHECK).
-_RET = re.compile(r'^([\w./\-+]+\.(?:cc|cu|cpp|c|h|hpp)):(\d+) -> (\d+)(?:\s+\S.*)?$')
-_RANK_NRANKS = re.compile(r'\brank (\d+) nranks (\d+)\b')
-# "comm 0x.. rank 6 nRanks 8 nNodes 1 localRanks 8 localRank 6 MNNVL 0" (2.1x+): the communicator's node count.
-_NNODES = re.compile(r'\brank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+)')
-_CHANNEL_SUMMARY = re.compile(r'(\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?')
-# QP connect trace: "NET/IB: Dev 0 Port 1 qpn 58 mtu 3 GID 3 (0/..)" (2.1x) and
-# "NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1047 mtu 5 query_ece={...} GID 0 (80FE/..)" (2.20+); "Dev" is NCCL's device index.
-_GID_TRACE = re.compile(r'^NET/IB ?: (?:NCCL (?:Merged)?Dev|Dev) (\d+) (?:IbDev \d+ )?Port (\d+) qpn (\d+) mtu (\d+) '
-                        r'(?:query_ece=(?:\{[^}]*\}|\S+) )?GID (\d+) \(([0-9A-Fa-f]{1,16})/([0-9A-Fa-f]{1,16})\)')
-# libibverbs could not be loaded (misc/ibvwrap.cc; WARN up to 2.18, INFO from 2.19), or the built-in IB transport failed to
-# initialise (2.27+): NCCL cannot use IB on this process.
-_IB_UNAVAILABLE = re.compile(r'^(?:Failed to open libibverbs\.so|Failed to initialize NET plugin IB\b)')
-# A data-path failure reported by NCCL's own verbs transport (transport/net_ib.cc, .cu, or transport/net_ib/*.cc).
-_IB_DATAPATH_WARN = re.compile(r'^transport/net_ib(?:\.\w+|/[\w.]+):\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/IB ?: (?:\S+ )?'
-                               r'(?:Got completion|ncclIbTest: Got CQE)')
-# A data-path failure of NCCL's socket transport (transport/net_socket.cc): sockets carried the data.
-_SOCKET_DATAPATH_WARN = re.compile(r'^transport/net_socket\.cc:\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/Socket ?:'
-                                   r'(?! ?no interface found)')
-# GPU Direct RDMA verdicts of the network transport: per HCA ("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'
-# (no module)") or, in 2.4, per connection ("NET/IB : GPU Direct RDMA Enabled for GPU 0[0] / HCA 0 (distance 2 < 3)").
-_GDR_VERDICT = re.compile(r"^NET/\w+ ?: GPU Direct RDMA (Enabled|Disabled) for "
-                          r"(?:HCA \d+ '[^']*'|GPU [0-9A-Fa-fx]+(?:\[\d+\])? / HCA [\w.\-]+)(.*)$")
-# HPC-X plugin: "NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0'", "... (nvidia-peermem) enabled ...".
-_GDR_PLUGIN_MODE = re.compile(r"^NET/\w+ ?: GPU Direct RDMA \((DMABUF|nvidia-peermem)\) enabled for HCA")
-# The topology's verdict for one GPU / NIC pair of the node (2.5+ graph/paths.cc, every pair, not only this process's
-# GPU): "GPU Direct RDMA Enabled for GPU 81000 / HCA 0 (distance 4 <= 5), read 0", newest "... for GPU/0-1b000 (rank 0)
-# - NET/0-0 (distance 3 <= 4, read 1, mode Default)".
-_GDR_TOPO = re.compile(r'^GPU Direct RDMA (Enabled|Disabled) for (?:GPU [0-9A-Fa-fx]+ / HCA [\w.\-]+|GPU/\S+ \(rank (\d+)\))')
-_PLUGIN_LOADED = re.compile(r'^NET/Plugin ?: Loaded (net|coll|collnet) plugin (.+?)(?: \((v\d+)\))?\s*$')
-# "NET/Plugin : Plugin load returned 2 : libnccl-net.so: cannot open shared object file: No such file or directory."
-_PLUGIN_LOAD_ERROR = re.compile(r'^NET/Plugin ?: Plugin load returned \d+ ?: ?(.*?)\.?\s*$')
-# "P2P plugin IBext" (HPC-X nccl-rdma-sharp-plugins up to v7), "P2P plugin v8 IBext_v8" (v8+: API version first).
-_P2P_PLUGIN = re.compile(r'^P2P plugin (?:v\d+ )?(\S+)')
-_PLUGIN_PATH = re.compile(r'^Plugin Path : (\S+)')
-# Wordings of aws-ofi-nccl releases from 2023 on, which may call the network "Libfabric" rather than "AWS Libfabric".
-_OFI_MODERN = re.compile(r'^NET/OFI (?:Running on \S+ platform|Creating one domain|Using transport protocol|Internode latency|'
-                         r'NIC group|Support for (?:global|DMA-BUF) registrations|Setting NCCL_TOPO_FILE)')
-# "Selected Provider is efa (found 4 nics)"; aws-ofi-nccl 1.13+: "Selected provider is tcp, fabric is 10.0.0.0/24 (found 1 nics)".
-_OFI_PROVIDER = re.compile(r'^NET/OFI Selected [Pp]rovider is ([^\s,]+?),?(?: fabric is \S+)?(?: \(found (\d+) nics\))?\s*$')
-_TESTS_RANK = re.compile(r'^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)')
-_TESTS_HEADER = re.compile(r'^#\s+size\s+count\s+type\s')
-_TESTS_AVG = re.compile(r'^#\s*Avg bus bandwidth\s*:\s*([\d.]+)')
-_TESTS_ROW = re.compile(r'^\s*(\d+)\s+(\d+)\s+([A-Za-z]\w*)\s+(.*)$')      # size count type ... (a dtype name)
-# connectNvls prints the NVLS heads / trees only when NVLS is set up: "NVLS Head  0:  0  8 16", "NVLS Trees : ...".
-_NVLS_TREE = re.compile(r'^NVLS (?:Head\s+\d+:(?:\s+-?\d+)+|Trees? ?:)')
-_NVLS_COMM = re.compile(r'^NVLS comm 0x[0-9a-f]+ headRank')
-
-# NCCL plugin-loader wordings and the releases that print them (inclusive, as (major, minor)).
-_LOADER_ERAS = (
-    (re.compile(r'^NET/Plugin : No plugin found \(libnccl-net\.so\)\.\s*$'), ((2, 3), (2, 4))),
-    (re.compile(r'^NET/Plugin : No plugin found \(libnccl-net\.so\), using internal implementation'), ((2, 5), (2, 16))),
-    (re.compile(r'^NET/Plugin : Plugin load \(libnccl-net\.so\) returned'), ((2, 17), (2, 18))),
-    (re.compile(r'^NET/Plugin : No plugin found, using internal implementation'), ((2, 17), (2, 18))),
-    (re.compile(r'^NET/Plugin : dlerror='), ((2, 19), (2, 20))),
-)
-
-_LOOPBACK_IFACES = ('lo',)
-# An all-digit dotted address that is not a.b.c.d with octets 0-255 (IPv6 and anonymised forms are kept).
-_BAD_DOTTED = re.compile(r'^(?=[\d.]+$)(?!(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)$)')
-
 
 class Proc:
-    """Evidence collected for one process (host + pid, or one launcher tag when the NCCL prefix is missing)."""
+    """Evidence collected for one process (host + pid, or one launcher tag when the NCCL prefix is missing).
+
+    First line numbers (None until a line shows it): ``hop_line`` a network connection, ``gdr_true`` / ``gdr_false`` one
+    with / without GDRDMA, ``ib_probe_line`` an IB probe that found nothing, ``socket_init_line`` the socket transport's
+    interfaces, ``ib_datapath_line`` / ``socket_datapath_line`` a WARN of NCCL's verbs / socket transport on the data
+    path, ``gdr_no_module`` "GPU Direct RDMA Disabled for HCA n 'x'" without a reason or "(no module)".
+    ``gdr_verdict``: the network transport's own verdict (True/False), when no connection line decides; ``gdr_topo``:
+    (rank or None, True/False) of the topology's GPU / NIC verdicts; ``dmabuf``: "DMA-BUF is available on GPU device N"
+    (GDR without nvidia_peermem, 2.13+).  ``net_same_gpu``: peers of network hops between two GPUs printing the same
+    busId / NVML index.  ``socket_warn``: (errors key, line) of this process's last WARN classified as bootstrap.
+    ``chain``: the open return-code chains (see ``_chain``).
+    """
 
     __slots__ = ('key', 'host', 'pid', 'devs', 'versions', 'selected', 'hop_nets', 'hop_line',
                  'gdr_true', 'gdr_false', 'intra', 'ib_devices', 'ib_dev_keys', 'ib_probe_line',
@@ -130,52 +55,17 @@ class Proc:
                  'socket_datapath_line')
 
     def __init__(self, key, host, pid):
-        self.key = key
-        self.host = host
-        self.pid = pid
-        self.devs = set()
-        self.versions = set()
-        self.selected = None
-        self.hop_nets = {}
-        self.hop_line = None
-        self.gdr_true = None
-        self.gdr_false = None
-        self.intra = {}
-        self.ib_devices = []
-        self.ib_dev_keys = set()
-        self.ib_probe_line = None
-        self.socket_init_line = None
-        self.bootstrap = False
-        self.ofi = False
-        self.ofi_provider = None
-        self.plugin_loaded = None
-        self.p2p_plugin = None
-        self.plugin_path = None
-        self.collnet_plugin = None
-        self.nvls = None
-        self.collnet = None
-        self.own_ranks = set()
-        self.net_peers = set()
-        self.net_same_gpu = set()      # peers of network hops between two GPUs printing the same busId / NVML index
-        self.socket_warn = None     # (errors key, line) of this process's last WARN classified as bootstrap
-        self.gdr_no_module = None   # line of "GPU Direct RDMA Disabled for HCA n 'x'" without a reason, or "(no module)"
-        self.dmabuf = False         # "DMA-BUF is available on GPU device N": GDR without nvidia_peermem (2.13+)
-        self.gdr_verdict = None     # the network transport's own verdict (True/False), when no connection line decides
-        self.socket_datapath_line = None    # a WARN of NCCL's socket transport on the data path
-        self.gdr_topo = []          # (rank or None, True/False) of the topology's GPU / NIC verdicts
-        self.nranks = None
-        self.env = {}
-        self.ifaces = {}
-        self.eras = []
-        self.gids = {}
-        self.chain = None
-        self.tree_internode = False
-        self.loopback_bootstrap = False
-        self.socket_ifaces = []
-        self.ib_datapath_line = None
-        self.net_code = None
-        self.comm_nodes = []
-        self.ofi_modern = False
+        self.key, self.host, self.pid = key, host, pid
+        self.hop_line = self.gdr_true = self.gdr_false = self.ib_probe_line = self.socket_init_line = None
+        self.ib_datapath_line = self.socket_datapath_line = self.gdr_no_module = None
+        self.selected = self.ofi_provider = self.plugin_loaded = self.p2p_plugin = self.plugin_path = None
+        self.collnet_plugin = self.nranks = self.chain = self.net_code = self.socket_warn = None
+        self.nvls = self.collnet = self.gdr_verdict = None       # (None: the log does not say)
+        self.bootstrap = self.ofi = self.ofi_modern = self.dmabuf = self.tree_internode = self.loopback_bootstrap = False
+        self.devs, self.versions, self.own_ranks, self.net_peers, self.net_same_gpu, self.ib_dev_keys = (
+            set(), set(), set(), set(), set(), set())
+        self.hop_nets, self.intra, self.env, self.ifaces, self.gids = {}, {}, {}, {}, {}
+        self.ib_devices, self.eras, self.socket_ifaces, self.comm_nodes, self.gdr_topo = [], [], [], [], []
 
     def ranks_up_to(self, rank, nranks):
         """A message names ``rank`` of this process in a communicator of ``nranks`` ranks."""
@@ -185,6 +75,10 @@ class Proc:
 
 
 # ---------------------------------------------------------------- INFO messages
+# Return-code frame: "init.cc:903 -> 5", "... -> 2 [Proxy Thread]", "misc/socket.cc:100 -> 2 (Connection refused)" (EQCHECK).
+_RET = re.compile(r'^([\w./\-+]+\.(?:cc|cu|cpp|c|h|hpp)):(\d+) -> (\d+)(?:\s+\S.*)?$')
+
+
 def info(an, proc, msg, lineno, raw):
     """An INFO message ``msg`` of ``proc`` on line ``lineno`` (``raw``: the line, quoted as evidence).  Returns the
     replay of a repeat of the line (see the module docstring), or None."""
@@ -209,12 +103,23 @@ def info(an, proc, msg, lineno, raw):
     return None
 
 
+# RCCL (ROCm's NCCL) ends connection lines with the communicator: "via P2P/IPC comm 0x5609976f9470 nRanks 32".
+_RCCL_COMM_TAIL = re.compile(r' comm 0x[0-9a-fA-F]+ nRanks \d+(?: busId [0-9a-fA-F]+)?$')
+
+
 def _hop_via(mh):
     """The transport of a connection line matched by _HOP (``mh``), without RCCL's communicator tail."""
     via = mh.group(8)
     if ' nRanks ' in via:
         via = _RCCL_COMM_TAIL.sub('', via) or via
     return via
+
+
+# The bracket after a rank is the GPU's busId (2.5-2.11, hex) or NVML index (2.12+): both name a GPU of one machine.
+_HOP = re.compile(r'^(?:Ring|Channel) (\d+)(?:/(\d+))? : (\d+)(?:\[([0-9a-fA-Fx]+)\])? -> (\d+)(?:\[([0-9a-fA-Fx]+)\])?'
+                  r'(?: \[(send|receive)\])? via (.*\S)\s*$')
+_RING_LIST = re.compile(r'^(?:Channel|Ring) \d+(?:/\d+)? :((?:\s+\d+)+)\s*$')
+_RING_LIST_CUT = (20, 32)
 
 
 def _channel(an, proc, msg, lineno, raw):
@@ -233,6 +138,10 @@ def _channel(an, proc, msg, lineno, raw):
     if not _RING_LIST_CUT[0] <= n <= _RING_LIST_CUT[1] and (proc.nranks is None or n > proc.nranks):
         proc.nranks = n
     return True
+
+
+# "NET/<name>/<dev>[(<proxy rank>)][/GDRDMA][/Shared]": the "(N)" is the PXN proxy rank (2.12+).
+_NET_VIA = re.compile(r'^(?:NET|COLLNET)/(.+?)/(\d+)(?:\((\d+)\))?((?:/[^/\s]+)*)$')
 
 
 def _hop(an, proc, mh, lineno, raw):
@@ -277,6 +186,9 @@ def _hop(an, proc, mh, lineno, raw):
     return _NOTHING_NEW
 
 
+_COLLNET_HOP = re.compile(r'^(?:CollNet|Coll) (\d+)(?:/\d+)? : (\d+) \[(send|receive)\] via (.*\S)\s*$')
+
+
 def _collnet(an, proc, msg, lineno, raw):
     """A CollNet connection ("CollNet 00/0 : 1 [send] via COLLNET/...")."""
     if msg.startswith('CollNet') or msg.startswith('Coll '):
@@ -290,17 +202,23 @@ def _collnet(an, proc, msg, lineno, raw):
     return None
 
 
-def _connected(an, proc, msg, lineno, raw):
-    """"Connected ... CollNet" and "Connected NVLS": the communicator uses them."""
-    if msg.startswith('Connected') and 'ollNet' in msg:
-        proc.collnet = True
-        an.note('collnet', lineno, raw)
-        return True
-    if msg.startswith('Connected NVLS'):
-        proc.nvls = True
-        an.note('nvls', lineno, raw)
-        return True
+# Messages that show a feature in use: (start of the message, a word it holds, the Proc flag set, the evidence kind).
+_IN_USE = (('Connected', 'ollNet', 'collnet', 'collnet'), ('Connected NVLS', '', 'nvls', 'nvls'),
+           ('DMA-BUF is available on GPU device', '', 'dmabuf', 'dmabuf'))
+
+
+def _in_use(an, proc, msg, lineno, raw):
+    """"Connected ... CollNet", "Connected NVLS", "DMA-BUF is available on GPU device N" (GDR without nvidia_peermem)."""
+    for start, word, flag, kind in _IN_USE:
+        if msg.startswith(start) and word in msg:
+            setattr(proc, flag, True)
+            an.note(kind, lineno, raw)
+            return True
     return None
+
+
+# "NCCL version 2.21.5+cuda12.4"; RCCL (ROCm): "RCCL version : 2.21.5-HEAD:9a0e6a1".
+_VERSION = re.compile(r'[NR]CCL version :? ?(\d{1,6}\.\d{1,6}\.\d{1,6})')
 
 
 def _version_banner(an, proc, msg, lineno, raw):
@@ -311,289 +229,16 @@ def _version_banner(an, proc, msg, lineno, raw):
     return None
 
 
-def _gdr(an, proc, msg, lineno, raw):
-    return msg.startswith('GPU Direct RDMA') and gdr_verdict(an, proc, msg, lineno, raw)
-
-
-def _dmabuf(an, proc, msg, lineno, raw):
-    if msg.startswith('DMA-BUF is available on GPU device'):
-        proc.dmabuf = True
-        an.note('dmabuf', lineno, raw)
-        return True
-    return None
-
-
-def _ib_failed(an, proc, msg, lineno, raw):
-    if _IB_UNAVAILABLE.match(msg):
-        ib_unavailable(an, proc, lineno, raw)
-        return True
-    return None
-
-
-def _net(an, proc, msg, lineno, raw):
-    """A "NET/..." message of a network transport or of the plugin loader."""
-    if not msg.startswith('NET/'):
-        return None
-    for handler in _NET_HANDLERS:
-        if handler(an, proc, msg, lineno, raw):
-            break
-    return True
-
-
-def _ib_probe_23(an, proc, msg, lineno, raw):
-    """2.3: "Net/IB: call to devices() returned 0 devices." - the IB probe found nothing."""
-    if msg.startswith('Net/IB') and 'returned 0 devices' in msg:
-        ib_unavailable(an, proc, lineno, raw)
-        return True
-    return None
-
-
-def _env(an, proc, msg, lineno, raw):
-    """"NCCL_X set by environment to V": NCCL echoes a setting."""
-    me = (_ENV_CONF.match(msg) or _ENV.match(msg)) if msg.startswith('NCCL_') else None
-    if me is None:
-        return None
-    name, value = me.group(1), me.group(2)
-    if value.endswith('.') and not value.endswith('..'):
-        value = value[:-1]
-    proc.env.setdefault(name, value)
-    an.env.setdefault(name, value)
-    return True
-
-
-def _nvls(an, proc, msg, lineno, raw):
-    """NVLS set-up lines: the communicator uses NVLS, or NVLS is not available."""
-    if not msg.startswith('NVLS'):
-        return None
-    if _NVLS_COMM.match(msg):
-        proc.nvls = True
-        proc.intra['NVLS'] = proc.intra.get('NVLS') or lineno
-        an.note('nvls', lineno, raw)
-    elif _NVLS_TREE.match(msg):
-        proc.nvls = True
-        an.note('nvls', lineno, raw)
-    elif ('not available' in msg or 'not supported' in msg) and proc.nvls is None:
-        proc.nvls = False
-        an.note('nvls', lineno, raw)
-    return True
-
-
-def _select(an, proc, name, lineno, raw):
-    proc.selected = name
-    an.note('selection', lineno, raw)
-    return REPLAY_SELECT, name
-
-
-def _using(an, proc, msg, lineno, raw):
-    """"Using network X": NCCL selected network X."""
-    mu = _USING_NET.match(msg)
-    if mu:
-        return _select(an, proc, mu.group(1), lineno, raw)
-    return msg.startswith('Using non-device net plugin')
-
-
-def _assigned(an, proc, msg, lineno, raw):
-    """2.27+: "Assigned NET plugin X to comm"."""
-    if not msg.startswith('Assigned NET plugin'):
-        return None
-    ma = _ASSIGNED.match(msg)
-    return _select(an, proc, ma.group(1), lineno, raw) if ma else True
-
-
-def _initialized(an, proc, msg, lineno, raw):
-    """2.27+: "Initialized NET plugin X" (a network is loaded, not selected)."""
-    return _NOTHING_NEW if msg.startswith('Initialized NET plugin') else None
-
-
-def _bootstrap(an, proc, msg, lineno, raw):
-    if msg.startswith('Bootstrap'):
-        proc.bootstrap = True
-        _ifaces(proc, msg, bootstrap=True)
-        return True
-    return None
-
-
-def _p2p_plugin(an, proc, msg, lineno, raw):
-    """"P2P plugin IBext" (HPC-X) and "Plugin Path : ..."."""
-    mp = _P2P_PLUGIN.match(msg)
-    if mp:
-        proc.p2p_plugin = mp.group(1)
-        an.note('plugin', lineno, raw)
-        return True
-    mp = _PLUGIN_PATH.match(msg)
-    if mp:
-        proc.plugin_path = mp.group(1)
-        return True
-    return None
-
-
-def _trees(an, proc, msg, lineno, raw):
-    """"Trees [0] 1/-1/-1->0->-1 ...": the ranks of this process; a node with two children spans nodes."""
-    if not msg.startswith('Trees'):
-        return None
-    for down, me, _up in _TREES.findall(msg):
-        proc.own_ranks.add(int(me))
-        kids = [d for d in down.split('/') if d and not d.startswith('-')]
-        if len(kids) >= 2:
-            proc.tree_internode = True
-    return _NOTHING_NEW
-
-
-def _channel_summary(an, proc, msg, lineno, raw):
-    """"16 coll channels, 0 collnet channels, 0 nvls channels, ...": CollNet and NVLS in use or not."""
-    mc = _CHANNEL_SUMMARY.search(msg) if ' channels' in msg else None
-    if mc is None:
-        return None
-    if mc.group(2) is not None and int(mc.group(2)) == 0 and proc.collnet is None:
-        proc.collnet = False
-        an.note('collnet', lineno, raw)
-    if mc.group(3) is not None:
-        if int(mc.group(3)) > 0:
-            proc.nvls = True
-            an.note('nvls', lineno, raw)
-            return REPLAY_NVLS, None
-        if proc.nvls is None:
-            proc.nvls = False
-            an.note('nvls', lineno, raw)
-    return _NOTHING_NEW
-
-
-def _nodes(an, proc, msg, lineno, raw):
-    """"comm 0x.. rank 6 nRanks 8 nNodes 1 localRanks 8 ..." (2.1x+): NCCL's own count of the communicator's nodes."""
-    mn = _NNODES.search(msg) if ' nNodes ' in msg else None
-    if mn is None:
-        return None
-    proc.ranks_up_to(int(mn.group(1)), int(mn.group(2)))
-    proc.comm_nodes.append((int(mn.group(2)), int(mn.group(3))))
-    an.note('nodes', lineno, raw)
-    return True
-
-
-def _ranks(an, proc, msg, lineno, raw):
-    """"ncclCommInitRank comm 0x.. rank 3 nranks 16 ...": a rank of this process."""
-    mn = _RANK_NRANKS.search(msg) if ' nranks ' in msg else None
-    if mn is None:
-        return None
-    proc.ranks_up_to(int(mn.group(1)), int(mn.group(2)))
-    return _NOTHING_NEW
-
-
-def _nic_distance(an, proc, msg, lineno, raw):
-    """2.4 prints no selection line; its topology line names the network in use: "CUDA Dev 1[1], AWS Libfabric NIC
-    distance : SYS", "CUDA Dev 0[0], IB NIC distance :  PIX"."""
-    if 'NIC distance' not in msg:
-        return None
-    mname = _NIC_DISTANCE.match(msg)
-    if mname:
-        name = mname.group(1)
-        if name in ('IB', 'Socket'):
-            if proc.selected is None:
-                proc.selected = name
-                an.note('selection', lineno, raw)
-        else:
-            proc.hop_nets.setdefault('name:' + name, 0)
-    return True
-
-
-# info's table: the handlers asked for a message, by its first character, in order (the first that reads it wins).
-# Connection lines come before the version banner, every other message after it; the communicator summaries may
-# start with any character.
-_ANY = (_channel_summary, _nodes, _ranks, _nic_distance)
-_INFO_HANDLERS = {
-    'C': (_channel, _collnet, _connected, _version_banner) + _ANY,
-    'R': (_channel, _version_banner) + _ANY,
-    'G': (_version_banner, _gdr) + _ANY,
-    'D': (_version_banner, _dmabuf) + _ANY,
-    'F': (_version_banner, _ib_failed) + _ANY,
-    'N': (_version_banner, _net, _ib_probe_23, _env, _nvls) + _ANY,
-    'U': (_version_banner, _using) + _ANY,
-    'A': (_version_banner, _assigned) + _ANY,
-    'I': (_version_banner, _initialized) + _ANY,
-    'B': (_version_banner, _bootstrap) + _ANY,
-    'P': (_version_banner, _p2p_plugin) + _ANY,
-    'T': (_version_banner, _trees) + _ANY,
-}
-_INFO_ANY = (_version_banner,) + _ANY
-
-
-# ---------------------------------------------------------------- NET/ messages
-def _net_ib(an, proc, msg, lineno, raw):
-    """NCCL's IB transport: its device list, a probe that found nothing, the GID of a queue pair."""
-    if not msg.startswith('NET/IB'):
-        return None
-    devs = _IB_DEV.findall(msg) if ' Using ' in msg else _IB_DEV_LINE.findall(msg)
-    if devs:
-        for idx, name, port, ll in devs:
-            k = (name, int(port))
-            if k not in proc.ib_dev_keys:
-                proc.ib_dev_keys.add(k)
-                proc.ib_devices.append({'name': name, 'port': int(port), 'link_layer': ll, 'index': int(idx)})
-        _ifaces(proc, msg.split('OOB', 1)[-1] if 'OOB' in msg else '', bootstrap=False)
-        an.note('ib_devices', lineno, raw)
-        return True
-    # (2.2/2.3 print "Using interface X for sideband communication" when IB initialisation starts: with the socket
-    # network chosen afterwards, the probe found no device)
-    if 'No device found' in msg or 'sideband' in msg or 'No IP interface' in msg or 'Failed to' in msg:
-        ib_unavailable(an, proc, lineno, raw)
-        return True
-    mg = _GID_TRACE.match(msg)
-    if mg:
-        dev, port, gid_index = int(mg.group(1)), int(mg.group(2)), int(mg.group(5))
-        proc.gids[(dev, port)] = (gid_index, mg.group(6), mg.group(7), lineno)
-        return True
-    return None
-
-
-def _net_socket(an, proc, msg, lineno, raw):
-    """NCCL's socket transport: the interfaces it uses."""
-    if not msg.startswith('NET/Socket'):
-        return None
-    if 'Using' in msg and _IFACE_IP.search(msg):      # not "Using 2 threads and 8 sockets per thread"
-        proc.socket_init_line = proc.socket_init_line or lineno
-        proc.socket_ifaces = _IFACE_IP.findall(msg)
-        _ifaces(proc, msg, bootstrap=False)
-        an.note('socket', lineno, raw)
-    return True
-
-
-def _net_ofi(an, proc, msg, lineno, raw):
-    """aws-ofi-nccl (the AWS Libfabric plugin): its provider, and GDR turned off."""
-    if not msg.startswith('NET/OFI'):
-        return None
-    proc.ofi = True
-    if 'disabling GDR' in msg and proc.gdr_verdict is None:
-        proc.gdr_verdict = False    # "NET/OFI Could not disable CUDA API usage for HMEM, disabling GDR"
-        an.note('gdr', lineno, raw)
-    if _OFI_MODERN.match(msg):
-        proc.ofi_modern = True
-    mo = _OFI_PROVIDER.match(msg)
-    if mo:
-        proc.ofi_provider = mo.group(1)
-        an.note('plugin', lineno, raw)
-    return True
-
-
-def _net_plugin(an, proc, msg, lineno, raw):
-    """The net plugin loader: a plugin loaded or refused, and the wording of the release that printed it."""
-    if not msg.startswith('NET/Plugin'):
-        return None
-    ml = _PLUGIN_LOAD_ERROR.match(msg)
-    if ml and 'No such file or directory' not in ml.group(1):
-        # the library exists but the dynamic loader refused it (a missing dependency, GLIBC, wrong ELF class)
-        an.add_error(msg.strip(), 'plugin load', lineno, proc, meaning=PLUGIN_LOAD_MEANING)
-    mp = _PLUGIN_LOADED.match(msg)
-    if mp:
-        if mp.group(1) == 'net':
-            proc.plugin_loaded = (mp.group(2), mp.group(3))
-        else:
-            proc.collnet_plugin = mp.group(2) + (' (%s)' % mp.group(3) if mp.group(3) else '')
-        an.note('plugin', lineno, raw)
-        return True
-    for rx, era in _LOADER_ERAS:
-        if rx.match(msg):
-            proc.eras.append((era, lineno, msg))
-            break
-    return True
+# GPU Direct RDMA verdicts of the network transport: per HCA ("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'
+# (no module)") or, in 2.4, per connection ("NET/IB : GPU Direct RDMA Enabled for GPU 0[0] / HCA 0 (distance 2 < 3)").
+_GDR_VERDICT = re.compile(r"^NET/\w+ ?: GPU Direct RDMA (Enabled|Disabled) for "
+                          r"(?:HCA \d+ '[^']*'|GPU [0-9A-Fa-fx]+(?:\[\d+\])? / HCA [\w.\-]+)(.*)$")
+# HPC-X plugin: "NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0'", "... (nvidia-peermem) enabled ...".
+_GDR_PLUGIN_MODE = re.compile(r"^NET/\w+ ?: GPU Direct RDMA \((DMABUF|nvidia-peermem)\) enabled for HCA")
+# The topology's verdict for one GPU / NIC pair of the node (2.5+ graph/paths.cc, every pair, not only this process's
+# GPU): "GPU Direct RDMA Enabled for GPU 81000 / HCA 0 (distance 4 <= 5), read 0", newest "... for GPU/0-1b000 (rank 0)
+# - NET/0-0 (distance 3 <= 4, read 1, mode Default)".
+_GDR_TOPO = re.compile(r'^GPU Direct RDMA (Enabled|Disabled) for (?:GPU [0-9A-Fa-fx]+ / HCA [\w.\-]+|GPU/\S+ \(rank (\d+)\))')
 
 
 def gdr_verdict(an, proc, msg, lineno, raw):
@@ -626,9 +271,290 @@ def gdr_verdict(an, proc, msg, lineno, raw):
     return True
 
 
-# "NET/..." messages: the handlers in order, the first that reads the message wins (a GDR verdict may come from any
-# network transport).
-_NET_HANDLERS = (_net_ib, gdr_verdict, _net_socket, _net_ofi, _net_plugin)
+def _gdr(an, proc, msg, lineno, raw):
+    return msg.startswith('GPU Direct RDMA') and gdr_verdict(an, proc, msg, lineno, raw)
+
+
+# libibverbs could not be loaded (misc/ibvwrap.cc; WARN up to 2.18, INFO from 2.19), or the built-in IB transport failed to
+# initialise (2.27+): NCCL cannot use IB on this process.
+_IB_UNAVAILABLE = re.compile(r'^(?:Failed to open libibverbs\.so|Failed to initialize NET plugin IB\b)')
+
+
+def _ib_failed(an, proc, msg, lineno, raw):
+    if _IB_UNAVAILABLE.match(msg):
+        ib_unavailable(an, proc, lineno, raw)
+        return True
+    return None
+
+
+def _net(an, proc, msg, lineno, raw):
+    """A "NET/..." message of a network transport or of the plugin loader."""
+    if not msg.startswith('NET/'):
+        return None
+    for handler in _NET_HANDLERS:
+        if handler(an, proc, msg, lineno, raw):
+            break
+    return True
+
+
+def _ib_probe_23(an, proc, msg, lineno, raw):
+    """2.3: "Net/IB: call to devices() returned 0 devices." - the IB probe found nothing."""
+    if msg.startswith('Net/IB') and 'returned 0 devices' in msg:
+        ib_unavailable(an, proc, lineno, raw)
+        return True
+    return None
+
+
+_ENV = re.compile(r'^(NCCL_[A-Z0-9_]+) set (?:by environment )?to ((?:.*\S)?)\s*$')
+_ENV_CONF = re.compile(r'^(NCCL_[A-Z0-9_]+) set by (?:environment|config file|[\w ]+) to ((?:.*\S)?)\s*$')
+
+
+def _env(an, proc, msg, lineno, raw):
+    """"NCCL_X set by environment to V": NCCL echoes a setting."""
+    me = (_ENV_CONF.match(msg) or _ENV.match(msg)) if msg.startswith('NCCL_') else None
+    if me is None:
+        return None
+    name, value = me.group(1), me.group(2)
+    if value.endswith('.') and not value.endswith('..'):
+        value = value[:-1]
+    proc.env.setdefault(name, value)
+    an.env.setdefault(name, value)
+    return True
+
+
+# connectNvls prints the NVLS heads / trees only when NVLS is set up: "NVLS Head  0:  0  8 16", "NVLS Trees : ...".
+_NVLS_TREE = re.compile(r'^NVLS (?:Head\s+\d+:(?:\s+-?\d+)+|Trees? ?:)')
+_NVLS_COMM = re.compile(r'^NVLS comm 0x[0-9a-f]+ headRank')
+
+
+def _nvls(an, proc, msg, lineno, raw):
+    """NVLS set-up lines: the communicator uses NVLS, or NVLS is not available."""
+    if not msg.startswith('NVLS'):
+        return None
+    if _NVLS_COMM.match(msg):
+        proc.nvls = True
+        proc.intra['NVLS'] = proc.intra.get('NVLS') or lineno
+        an.note('nvls', lineno, raw)
+    elif _NVLS_TREE.match(msg):
+        proc.nvls = True
+        an.note('nvls', lineno, raw)
+    elif ('not available' in msg or 'not supported' in msg) and proc.nvls is None:
+        proc.nvls = False
+        an.note('nvls', lineno, raw)
+    return True
+
+
+def _select(an, proc, name, lineno, raw):
+    proc.selected = name
+    an.note('selection', lineno, raw)
+    return REPLAY_SELECT, name
+
+
+# The network name NCCL prints: up to five words ("IB", "Socket", "IBext_v8", "AWS Libfabric", "NCCL RDMA Plugin v6").
+_NET_NAME = r'\w[\w.\-]{0,63}(?: \w[\w.\-]{0,63}){0,4}'
+# 2.2-2.3 "Using internal Network IB" / "Using external Network AWS Libfabric" (a plugin); 2.6+ "Using network IB".
+_USING_NET = re.compile(r'^Using (?:internal |external )?[Nn]etwork (' + _NET_NAME + r')\s*$')
+
+
+def _using(an, proc, msg, lineno, raw):
+    """"Using network X": NCCL selected network X."""
+    mu = _USING_NET.match(msg)
+    if mu:
+        return _select(an, proc, mu.group(1), lineno, raw)
+    return msg.startswith('Using non-device net plugin')
+
+
+_ASSIGNED = re.compile(r'^Assigned NET plugin (.+?) to comm')
+
+
+def _assigned(an, proc, msg, lineno, raw):
+    """2.27+: "Assigned NET plugin X to comm"."""
+    if not msg.startswith('Assigned NET plugin'):
+        return None
+    ma = _ASSIGNED.match(msg)
+    return _select(an, proc, ma.group(1), lineno, raw) if ma else True
+
+
+def _initialized(an, proc, msg, lineno, raw):
+    """2.27+: "Initialized NET plugin X" (a network is loaded, not selected)."""
+    return _NOTHING_NEW if msg.startswith('Initialized NET plugin') else None
+
+
+def _bootstrap(an, proc, msg, lineno, raw):
+    if msg.startswith('Bootstrap'):
+        proc.bootstrap = True
+        _ifaces(proc, msg, bootstrap=True)
+        return True
+    return None
+
+
+# "P2P plugin IBext" (HPC-X nccl-rdma-sharp-plugins up to v7), "P2P plugin v8 IBext_v8" (v8+: API version first).
+_P2P_PLUGIN = re.compile(r'^P2P plugin (?:v\d+ )?(\S+)')
+_PLUGIN_PATH = re.compile(r'^Plugin Path : (\S+)')
+
+
+def _p2p_plugin(an, proc, msg, lineno, raw):
+    """"P2P plugin IBext" (HPC-X) and "Plugin Path : ..."."""
+    mp = _P2P_PLUGIN.match(msg)
+    if mp:
+        proc.p2p_plugin = mp.group(1)
+        an.note('plugin', lineno, raw)
+        return True
+    mp = _PLUGIN_PATH.match(msg)
+    if mp:
+        proc.plugin_path = mp.group(1)
+        return True
+    return None
+
+
+_TREES = re.compile(r'\[\d+\] ([-\d/]+)->(\d+)->(-?\d+)')
+
+
+def _trees(an, proc, msg, lineno, raw):
+    """"Trees [0] 1/-1/-1->0->-1 ...": the ranks of this process; a node with two children spans nodes."""
+    if not msg.startswith('Trees'):
+        return None
+    for down, me, _up in _TREES.findall(msg):
+        proc.own_ranks.add(int(me))
+        kids = [d for d in down.split('/') if d and not d.startswith('-')]
+        if len(kids) >= 2:
+            proc.tree_internode = True
+    return _NOTHING_NEW
+
+
+_CHANNEL_SUMMARY = re.compile(r'(\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?')
+
+
+def _channel_summary(an, proc, msg, lineno, raw):
+    """"16 coll channels, 0 collnet channels, 0 nvls channels, ...": CollNet and NVLS in use or not."""
+    mc = _CHANNEL_SUMMARY.search(msg) if ' channels' in msg else None
+    if mc is None:
+        return None
+    if mc.group(2) is not None and int(mc.group(2)) == 0 and proc.collnet is None:
+        proc.collnet = False
+        an.note('collnet', lineno, raw)
+    if mc.group(3) is not None:
+        if int(mc.group(3)) > 0:
+            proc.nvls = True
+            an.note('nvls', lineno, raw)
+            return REPLAY_NVLS, None
+        if proc.nvls is None:
+            proc.nvls = False
+            an.note('nvls', lineno, raw)
+    return _NOTHING_NEW
+
+
+# "comm 0x.. rank 6 nRanks 8 nNodes 1 localRanks 8 localRank 6 MNNVL 0" (2.1x+): the communicator's node count.
+_NNODES = re.compile(r'\brank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+)')
+_RANK_NRANKS = re.compile(r'\brank (\d+) nranks (\d+)\b')
+
+
+def _comm_ranks(an, proc, msg, lineno, raw):
+    """A rank of this process and the size of its communicator: "comm 0x.. rank 6 nRanks 8 nNodes 1 localRanks 8 ..."
+    (2.1x+, with NCCL's own count of the communicator's nodes) or "ncclCommInitRank comm 0x.. rank 3 nranks 16 ..."."""
+    mn = _NNODES.search(msg) if ' nNodes ' in msg else None
+    replay = True
+    if mn is not None:
+        proc.comm_nodes.append((int(mn.group(2)), int(mn.group(3))))
+        an.note('nodes', lineno, raw)
+    else:
+        mn = _RANK_NRANKS.search(msg) if ' nranks ' in msg else None
+        if mn is None:
+            return None
+        replay = _NOTHING_NEW
+    proc.ranks_up_to(int(mn.group(1)), int(mn.group(2)))
+    return replay
+
+
+_NIC_DISTANCE = re.compile(r'^CUDA Dev \d+(?:\[\d+\])?, (' + _NET_NAME + r') NIC distance ?:')
+
+
+def _nic_distance(an, proc, msg, lineno, raw):
+    """2.4 prints no selection line; its topology line names the network in use: "CUDA Dev 1[1], AWS Libfabric NIC
+    distance : SYS", "CUDA Dev 0[0], IB NIC distance :  PIX"."""
+    if 'NIC distance' not in msg:
+        return None
+    mname = _NIC_DISTANCE.match(msg)
+    if mname:
+        name = mname.group(1)
+        if name in ('IB', 'Socket'):
+            if proc.selected is None:
+                proc.selected = name
+                an.note('selection', lineno, raw)
+        else:
+            proc.hop_nets.setdefault('name:' + name, 0)
+    return True
+
+
+# info's table: the handlers asked for a message, by its first character, in order (the first that reads it wins).
+# Connection lines come before the version banner, every other message after it; the communicator summaries may
+# start with any character.
+_ANY = (_channel_summary, _comm_ranks, _nic_distance)
+
+
+_INFO_HANDLERS = {
+    'C': (_channel, _collnet, _in_use, _version_banner) + _ANY,
+    'R': (_channel, _version_banner) + _ANY,
+    'G': (_version_banner, _gdr) + _ANY,
+    'D': (_version_banner, _in_use) + _ANY,
+    'F': (_version_banner, _ib_failed) + _ANY,
+    'N': (_version_banner, _net, _ib_probe_23, _env, _nvls) + _ANY,
+    'U': (_version_banner, _using) + _ANY,
+    'A': (_version_banner, _assigned) + _ANY,
+    'I': (_version_banner, _initialized) + _ANY,
+    'B': (_version_banner, _bootstrap) + _ANY,
+    'P': (_version_banner, _p2p_plugin) + _ANY,
+    'T': (_version_banner, _trees) + _ANY,
+}
+
+
+_INFO_ANY = (_version_banner,) + _ANY
+
+
+# ---------------------------------------------------------------- NET/ messages
+# "[0]mlx5_0:1/IB"; newer NCCL may add rail and plane fields after the port: "[0]mlx5_0:1:0/IB", "[0]mlx5_0:1::0/RoCE".
+_IB_DEV = re.compile(r'\[(\d+)\]\s?([\w.\-+]+):(\d+)(?::\d*){0,2}/(IB|RoCE)')
+# 2.2/2.3 list the IB devices one per line: "NET/IB: [0] mlx5_1:1/IB"; the NET-subsystem trace of newer releases
+# names the uverbs device and adds properties: "NET/IB: [0] mlx5_0:uverbs0:1/IB provider=Mlx5 speed=400000 ...".
+_IB_DEV_LINE = re.compile(r'^NET/IB ?: \[(\d+)\] ?([\w.\-+]+?)(?::uverbs\d+)?:(\d+)(?::\d*){0,2}/(IB|RoCE)(?:\s+\w+=\S*)*\s*$')
+# QP connect trace: "NET/IB: Dev 0 Port 1 qpn 58 mtu 3 GID 3 (0/..)" (2.1x) and
+# "NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1047 mtu 5 query_ece={...} GID 0 (80FE/..)" (2.20+); "Dev" is NCCL's device index.
+_GID_TRACE = re.compile(r'^NET/IB ?: (?:NCCL (?:Merged)?Dev|Dev) (\d+) (?:IbDev \d+ )?Port (\d+) qpn (\d+) mtu (\d+) '
+                        r'(?:query_ece=(?:\{[^}]*\}|\S+) )?GID (\d+) \(([0-9A-Fa-f]{1,16})/([0-9A-Fa-f]{1,16})\)')
+
+
+def _net_ib(an, proc, msg, lineno, raw):
+    """NCCL's IB transport: its device list, a probe that found nothing, the GID of a queue pair."""
+    if not msg.startswith('NET/IB'):
+        return None
+    devs = _IB_DEV.findall(msg) if ' Using ' in msg else _IB_DEV_LINE.findall(msg)
+    if devs:
+        for idx, name, port, ll in devs:
+            k = (name, int(port))
+            if k not in proc.ib_dev_keys:
+                proc.ib_dev_keys.add(k)
+                proc.ib_devices.append({'name': name, 'port': int(port), 'link_layer': ll, 'index': int(idx)})
+        _ifaces(proc, msg.split('OOB', 1)[-1] if 'OOB' in msg else '', bootstrap=False)
+        an.note('ib_devices', lineno, raw)
+        return True
+    # (2.2/2.3 print "Using interface X for sideband communication" when IB initialisation starts: with the socket
+    # network chosen afterwards, the probe found no device)
+    if 'No device found' in msg or 'sideband' in msg or 'No IP interface' in msg or 'Failed to' in msg:
+        ib_unavailable(an, proc, lineno, raw)
+        return True
+    mg = _GID_TRACE.match(msg)
+    if mg:
+        dev, port, gid_index = int(mg.group(1)), int(mg.group(2)), int(mg.group(5))
+        proc.gids[(dev, port)] = (gid_index, mg.group(6), mg.group(7), lineno)
+        return True
+    return None
+
+
+# "eth0:10.0.0.1<0>": an interface and its address.
+_IFACE_IP = re.compile(r'(?:^|[\s\]])([A-Za-z][\w.\-]*):([0-9A-Fa-f.:%\w]+?)<\d+>')
+_LOOPBACK_IFACES = ('lo',)
+# An all-digit dotted address that is not a.b.c.d with octets 0-255 (IPv6 and anonymised forms are kept).
+_BAD_DOTTED = re.compile(r'^(?=[\d.]+$)(?!(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)$)')
 
 
 def _ifaces(proc, msg, bootstrap):
@@ -638,6 +564,83 @@ def _ifaces(proc, msg, bootstrap):
         proc.ifaces.setdefault(iface, set()).add(ip)
         if bootstrap and (iface in _LOOPBACK_IFACES or ip.startswith('127.')):
             proc.loopback_bootstrap = True
+
+
+def _net_socket(an, proc, msg, lineno, raw):
+    """NCCL's socket transport: the interfaces it uses."""
+    if not msg.startswith('NET/Socket'):
+        return None
+    if 'Using' in msg and _IFACE_IP.search(msg):      # not "Using 2 threads and 8 sockets per thread"
+        proc.socket_init_line = proc.socket_init_line or lineno
+        proc.socket_ifaces = _IFACE_IP.findall(msg)
+        _ifaces(proc, msg, bootstrap=False)
+        an.note('socket', lineno, raw)
+    return True
+
+
+# Wordings of aws-ofi-nccl releases from 2023 on, which may call the network "Libfabric" rather than "AWS Libfabric".
+_OFI_MODERN = re.compile(r'^NET/OFI (?:Running on \S+ platform|Creating one domain|Using transport protocol|Internode latency|'
+                         r'NIC group|Support for (?:global|DMA-BUF) registrations|Setting NCCL_TOPO_FILE)')
+# "Selected Provider is efa (found 4 nics)"; aws-ofi-nccl 1.13+: "Selected provider is tcp, fabric is 10.0.0.0/24 (found 1 nics)".
+_OFI_PROVIDER = re.compile(r'^NET/OFI Selected [Pp]rovider is ([^\s,]+?),?(?: fabric is \S+)?(?: \(found (\d+) nics\))?\s*$')
+
+
+def _net_ofi(an, proc, msg, lineno, raw):
+    """aws-ofi-nccl (the AWS Libfabric plugin): its provider, and GDR turned off."""
+    if not msg.startswith('NET/OFI'):
+        return None
+    proc.ofi = True
+    if 'disabling GDR' in msg and proc.gdr_verdict is None:
+        proc.gdr_verdict = False    # "NET/OFI Could not disable CUDA API usage for HMEM, disabling GDR"
+        an.note('gdr', lineno, raw)
+    if _OFI_MODERN.match(msg):
+        proc.ofi_modern = True
+    mo = _OFI_PROVIDER.match(msg)
+    if mo:
+        proc.ofi_provider = mo.group(1)
+        an.note('plugin', lineno, raw)
+    return True
+
+
+_PLUGIN_LOADED = re.compile(r'^NET/Plugin ?: Loaded (net|coll|collnet) plugin (.+?)(?: \((v\d+)\))?\s*$')
+# "NET/Plugin : Plugin load returned 2 : libnccl-net.so: cannot open shared object file: No such file or directory."
+_PLUGIN_LOAD_ERROR = re.compile(r'^NET/Plugin ?: Plugin load returned \d+ ?: ?(.*?)\.?\s*$')
+# NCCL plugin-loader wordings and the releases that print them (inclusive, as (major, minor)).
+_LOADER_ERAS = (
+    (re.compile(r'^NET/Plugin : No plugin found \(libnccl-net\.so\)\.\s*$'), ((2, 3), (2, 4))),
+    (re.compile(r'^NET/Plugin : No plugin found \(libnccl-net\.so\), using internal implementation'), ((2, 5), (2, 16))),
+    (re.compile(r'^NET/Plugin : Plugin load \(libnccl-net\.so\) returned'), ((2, 17), (2, 18))),
+    (re.compile(r'^NET/Plugin : No plugin found, using internal implementation'), ((2, 17), (2, 18))),
+    (re.compile(r'^NET/Plugin : dlerror='), ((2, 19), (2, 20))),
+)
+
+
+def _net_plugin(an, proc, msg, lineno, raw):
+    """The net plugin loader: a plugin loaded or refused, and the wording of the release that printed it."""
+    if not msg.startswith('NET/Plugin'):
+        return None
+    ml = _PLUGIN_LOAD_ERROR.match(msg)
+    if ml and 'No such file or directory' not in ml.group(1):
+        # the library exists but the dynamic loader refused it (a missing dependency, GLIBC, wrong ELF class)
+        an.add_error(msg.strip(), 'plugin load', lineno, proc, meaning=PLUGIN_LOAD_MEANING)
+    mp = _PLUGIN_LOADED.match(msg)
+    if mp:
+        if mp.group(1) == 'net':
+            proc.plugin_loaded = (mp.group(2), mp.group(3))
+        else:
+            proc.collnet_plugin = mp.group(2) + (' (%s)' % mp.group(3) if mp.group(3) else '')
+        an.note('plugin', lineno, raw)
+        return True
+    for rx, era in _LOADER_ERAS:
+        if rx.match(msg):
+            proc.eras.append((era, lineno, msg))
+            break
+    return True
+
+
+# "NET/..." messages: the handlers in order, the first that reads the message wins (a GDR verdict may come from any
+# network transport).
+_NET_HANDLERS = (_net_ib, gdr_verdict, _net_socket, _net_ofi, _net_plugin)
 
 
 def ib_unavailable(an, proc, lineno, raw):
@@ -733,6 +736,14 @@ def flush_chains(an, proc):
 
 
 # ---------------------------------------------------------------- WARN lines
+# A data-path failure reported by NCCL's own verbs transport (transport/net_ib.cc, .cu, or transport/net_ib/*.cc).
+_IB_DATAPATH_WARN = re.compile(r'^transport/net_ib(?:\.\w+|/[\w.]+):\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/IB ?: (?:\S+ )?'
+                               r'(?:Got completion|ncclIbTest: Got CQE)')
+# A data-path failure of NCCL's socket transport (transport/net_socket.cc): sockets carried the data.
+_SOCKET_DATAPATH_WARN = re.compile(r'^transport/net_socket\.cc:\d+(?: \([^)]*\))? (?:NCCL )?WARN NET/Socket ?:'
+                                   r'(?! ?no interface found)')
+
+
 def warn(an, proc, text, msg, lineno, shown):
     """A WARN line: ``text`` from its source location on, ``msg`` after "WARN", ``shown`` the text as the log prints
     it (it differs when autolinks were removed): that one is quoted in ``errors``."""
@@ -757,6 +768,11 @@ def warn(an, proc, text, msg, lineno, shown):
 
 
 # ---------------------------------------------------------------- nccl-tests output
+_TESTS_RANK = re.compile(r'^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)')
+_TESTS_HEADER = re.compile(r'^#\s+size\s+count\s+type\s')
+_TESTS_AVG = re.compile(r'^#\s*Avg bus bandwidth\s*:\s*([\d.]+)')
+
+
 def tests_comment(an, s):
     """A "#" line of nccl-tests: the rank table, the header of the results table, the average bus bandwidth."""
     mt = _TESTS_RANK.match(s)
@@ -771,6 +787,9 @@ def tests_comment(an, s):
     ma = _TESTS_AVG.match(s)
     if ma:
         an.busbw_avg = float(ma.group(1))
+
+
+_TESTS_ROW = re.compile(r'^\s*(\d+)\s+(\d+)\s+([A-Za-z]\w*)\s+(.*)$')      # size count type ... (a dtype name)
 
 
 def table_line(an, line):

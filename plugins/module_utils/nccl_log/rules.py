@@ -17,27 +17,30 @@ RETURN_CODES = {
     4: "ncclInvalidArgument", 5: "ncclInvalidUsage", 6: "ncclRemoteError", 7: "ncclInProgress",
 }
 
-# ibv_wc_status values (rdma-core, libibverbs/verbs.h) and what they usually mean under NCCL.
-WC_STATUS = {
-    1: ("IBV_WC_LOC_LEN_ERR", "local length error"),
-    2: ("IBV_WC_LOC_QP_OP_ERR", "local QP operation error"),
-    4: ("IBV_WC_LOC_PROT_ERR", "local protection error: memory registration failed, often GPUDirect RDMA "
-        "(nvidia_peermem / DMA-BUF) not usable for the buffer"),
-    5: ("IBV_WC_WR_FLUSH_ERR", "work request flushed: the QP already went to error state after an earlier failure"),
-    7: ("IBV_WC_BAD_RESP_ERR", "bad response"),
-    8: ("IBV_WC_LOC_ACCESS_ERR", "local access error"),
-    9: ("IBV_WC_REM_INV_REQ_ERR", "remote invalid request"),
-    10: ("IBV_WC_REM_ACCESS_ERR", "remote access error: peer memory registration / rkey problem"),
-    11: ("IBV_WC_REM_OP_ERR", "remote operation error"),
-    12: ("IBV_WC_RETRY_EXC_ERR", "transport retry counter exceeded: the peer did not answer - link down, "
-         "wrong GID index / unroutable RoCE GID, lossy fabric (PFC/ECN) or peer process gone"),
-    13: ("IBV_WC_RNR_RETRY_EXC_ERR", "receiver-not-ready retry counter exceeded"),
-    15: ("IBV_WC_REM_INV_RD_REQ_ERR", "remote invalid RD request"),
-    16: ("IBV_WC_REM_ABORT_ERR", "remote aborted"),
-    19: ("IBV_WC_FATAL_ERR", "fatal error"),
-    20: ("IBV_WC_RESP_TIMEOUT_ERR", "response timeout"),
-    21: ("IBV_WC_GENERAL_ERR", "general error"),
-}
+# ibv_wc_status (rdma-core, libibverbs/verbs.h) in enum order, and what a status usually means under NCCL ("N meaning").
+_WC_NAMES = ('SUCCESS LOC_LEN_ERR LOC_QP_OP_ERR LOC_EEC_OP_ERR LOC_PROT_ERR WR_FLUSH_ERR MW_BIND_ERR BAD_RESP_ERR '
+             'LOC_ACCESS_ERR REM_INV_REQ_ERR REM_ACCESS_ERR REM_OP_ERR RETRY_EXC_ERR RNR_RETRY_EXC_ERR LOC_RDD_VIOL_ERR '
+             'REM_INV_RD_REQ_ERR REM_ABORT_ERR INV_EECN_ERR INV_EEC_STATE_ERR FATAL_ERR RESP_TIMEOUT_ERR GENERAL_ERR').split()
+_WC_MEANINGS = """
+1 local length error
+2 local QP operation error
+4 local protection error: memory registration failed, often GPUDirect RDMA (nvidia_peermem / DMA-BUF) not usable for the buffer
+5 work request flushed: the QP already went to error state after an earlier failure
+7 bad response
+8 local access error
+9 remote invalid request
+10 remote access error: peer memory registration / rkey problem
+11 remote operation error
+12 transport retry counter exceeded: the peer did not answer - link down, wrong GID index / unroutable RoCE GID, lossy fabric (PFC/ECN) or peer process gone
+13 receiver-not-ready retry counter exceeded
+15 remote invalid RD request
+16 remote aborted
+19 fatal error
+20 response timeout
+21 general error
+"""
+WC_STATUS = dict((int(n), ('IBV_WC_' + _WC_NAMES[int(n)], meaning))
+                 for n, meaning in (row.split(' ', 1) for row in _WC_MEANINGS.strip().split('\n')))
 
 # ibv async events that report a subnet manager / port change rather than a failure.
 _IB_SM_EVENTS = ('client reregistration', 'sm change', 'lid change', 'pkey change', 'gid table change', 'port active')
