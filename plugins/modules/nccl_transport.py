@@ -462,116 +462,156 @@ def _env_problem(env):
     return None
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            log_path=dict(type='path'),
-            log_text=dict(type='raw'),
-            command=dict(type='list', elements='raw'),
-            env=dict(type='dict', default={}),
-            timeout=dict(type='int', default=600),
-            chdir=dict(type='path'),
-            expect_transport=dict(type='str'),
-            expect_link_layer=dict(type='str', choices=['IB', 'RoCE']),
-            expect_gdr=dict(type='bool'),
-            expect_hcas=dict(type='list', elements='str'),
-            forbid_fallback=dict(type='bool', default=False),
-            sysfs_root=dict(type='path', default='/sys'),
-        ),
-        mutually_exclusive=[('log_path', 'log_text', 'command')],
-        required_one_of=[('log_path', 'log_text', 'command')],
-        supports_check_mode=True,
-    )
-    p = module.params
-    extra = {}
-    hint = _expect_transport_hint(p['expect_transport']) or _expect_hcas_problem(p['expect_hcas'])
-    if hint:
-        module.fail_json(msg=hint, changed=False)
+MODES = ('log_path', 'log_text', 'command')
+ARGUMENT_SPEC = dict(
+    log_path=dict(type='path'),
+    log_text=dict(type='raw'),
+    command=dict(type='list', elements='raw'),
+    env=dict(type='dict', default={}),
+    timeout=dict(type='int', default=600),
+    chdir=dict(type='path'),
+    expect_transport=dict(type='str'),
+    expect_link_layer=dict(type='str', choices=['IB', 'RoCE']),
+    expect_gdr=dict(type='bool'),
+    expect_hcas=dict(type='list', elements='str'),
+    forbid_fallback=dict(type='bool', default=False),
+    sysfs_root=dict(type='path', default='/sys'),
+)
+
+
+def _items_problem(p):
+    """A message when an item of ``command`` or of a ``log_text`` list is not a string (or a number), else None."""
     for key in ('command', 'log_text'):
         items = p[key]
         if isinstance(items, (list, tuple)) and not all(isinstance(x, (str, int, float)) and not isinstance(x, bool)
                                                         for x in items):
             bad = next(x for x in items if not isinstance(x, (str, int, float)) or isinstance(x, bool))
-            module.fail_json(msg='%s: every item must be a string (%s is %s)' % (
-                key, 'an argument' if key == 'command' else 'a log line', 'null' if bad is None else type(bad).__name__),
-                changed=False)
-    if p['command'] is not None:
-        p['command'] = [str(x) for x in p['command']]
+            return '%s: every item must be a string (%s is %s)' % (
+                key, 'an argument' if key == 'command' else 'a log line', 'null' if bad is None else type(bad).__name__)
+    return None
+
+
+def _command_problem(p):
+    """A message when ``command`` (with ``chdir``, ``env``, ``timeout``) cannot be run as given, else None."""
+    command = [str(x) for x in p['command']]
+    if not command:
+        return ('give one of log_path (a log file), log_text (the log) or command (an argv list, for example '
+                '[all_reduce_perf, -g, 8])')
+    if not command[0].strip():
+        return 'command: the program (first item) is empty'
+    if p['chdir'] is not None and not os.path.isdir(p['chdir']):
+        return 'chdir %r: no such directory' % p['chdir']
+    if len(command) == 1 and ' ' in command[0].strip() and not os.path.exists(command[0]):
+        return ('command: give an argv list, one item per argument (no shell), e.g. [%s]; got the single string %r'
+                % (', '.join(command[0].split()), command[0]))
+    bad_env = _env_problem(p['env'] or {})
+    if bad_env:
+        return bad_env
+    if p['timeout'] is not None and p['timeout'] <= 0:
+        return 'timeout: must be a positive number of seconds, got %s' % p['timeout']
+    return None
+
+
+def _options_problem(p):
+    """The first problem with the options (expectations, items, options of another mode, then the log source), else
+    None."""
+    problem = _expect_transport_hint(p['expect_transport']) or _expect_hcas_problem(p['expect_hcas']) or _items_problem(p)
+    if problem:
+        return problem
     if p['command'] is None:
         for key in ('env', 'chdir'):
             if p[key]:
-                module.fail_json(msg='%s applies to command only; it was given with %s' % (
-                    key, 'log_path' if p['log_path'] is not None else 'log_text'), changed=False)
+                return '%s applies to command only; it was given with %s' % (
+                    key, 'log_path' if p['log_path'] is not None else 'log_text')
     if p['log_path'] is not None:
-        problem = _log_path_problem(p['log_path'])
-        if problem:
-            module.fail_json(msg=problem, changed=False)
+        return _log_path_problem(p['log_path'])
+    if p['log_text'] is not None:
+        if not isinstance(p['log_text'], (list, tuple, str)):
+            return 'log_text: give the log as a string or a list of lines, got %s' % type(p['log_text']).__name__
+        return None
+    return _command_problem(p)
+
+
+def _expectations(p, result):
+    return check_expectations(result, p['expect_transport'], p['expect_link_layer'], p['expect_gdr'], p['expect_hcas'],
+                              p['forbid_fallback'], sysfs_root=p['sysfs_root'])
+
+
+def _analyse(p):
+    """Analyse the log the options give: a file, a text, or the output of a command run here (its exit code in
+    ``rc``).  Returns (result, None), or (None, fail_json's arguments) when the file cannot be read, the command cannot
+    run or it timed out (then with the analysis of its output so far, findings and summary)."""
+    if p['log_path'] is not None:
         try:
-            result = analyze_file(p['log_path'])
+            return analyze_file(p['log_path']), None
         except (IOError, OSError) as exc:
-            module.fail_json(msg='log_path %s: cannot read: %s' % (p['log_path'], exc), changed=False)
-    elif p['log_text'] is not None:
+            return None, {'msg': 'log_path %s: cannot read: %s' % (p['log_path'], exc)}
+    if p['log_text'] is not None:
         text = p['log_text']
         if isinstance(text, (list, tuple)):
             text = '\n'.join(str(x) for x in text)      # e.g. "{{ job.stdout_lines }}"
-        elif not isinstance(text, str):
-            module.fail_json(msg='log_text: give the log as a string or a list of lines, got %s' % type(text).__name__,
-                             changed=False)
-        result = analyze_text(text)
-    else:
-        if not p['command']:
-            module.fail_json(msg='give one of log_path (a log file), log_text (the log) or command (an argv list, for example '
-                                 '[all_reduce_perf, -g, 8])', changed=False)
-        if not p['command'][0].strip():
-            module.fail_json(msg='command: the program (first item) is empty', changed=False)
-        if p['chdir'] is not None and not os.path.isdir(p['chdir']):
-            module.fail_json(msg='chdir %r: no such directory' % p['chdir'], changed=False)
-        if len(p['command']) == 1 and ' ' in p['command'][0].strip() and not os.path.exists(p['command'][0]):
-            module.fail_json(msg='command: give an argv list, one item per argument (no shell), e.g. [%s]; got the single '
-                                 'string %r' % (', '.join(p['command'][0].split()), p['command'][0]), changed=False)
-        bad_env = _env_problem(p['env'] or {})
-        if bad_env:
-            module.fail_json(msg=bad_env, changed=False)
-        p['env'] = dict((k, str(v)) for k, v in (p['env'] or {}).items())
-        if p['timeout'] is not None and p['timeout'] <= 0:
-            module.fail_json(msg='timeout: must be a positive number of seconds, got %s' % p['timeout'], changed=False)
-        run = run_logged_command(p['command'], p['env'] or {}, p['timeout'], p['chdir'])
-        if run['error']:
-            module.fail_json(msg=run['error'], changed=False, rc=run['rc'])
-        result = run['analysis']
-        extra['rc'] = run['rc']
-        if run['timed_out']:
-            result.update(extra)
-            result['findings'] = check_expectations(result, p['expect_transport'], p['expect_link_layer'], p['expect_gdr'],
-                                                    p['expect_hcas'], p['forbid_fallback'], sysfs_root=p['sysfs_root'])
-            result['summary'] = summarize(result)
-            if run['rc'] == 0:
-                why = 'it exited with code 0, but a process it left in the background kept its output open'
-            else:
-                why = 'it was killed'
-            module.fail_json(msg='command %s timed out after %d s (%s); the analysis of its output so far is '
-                                 'returned' % (p['command'][0], p['timeout'], why), changed=False, **result)
-    if result['lines'] == 0 or (result['nccl_lines'] == 0 and result['busbw'] is None and not result['errors']):
-        if p['log_path']:
-            source = 'log_path ' + p['log_path']
-        elif p['log_text'] is not None:
-            source = 'log_text'
-        else:
-            source = 'command output'
-        msg = 'the log is empty or has no NCCL output: run the job with NCCL_DEBUG=INFO (source: %s)' % source
-        if extra.get('rc'):
-            msg = 'command %s exited with code %s and printed no NCCL output' % (p['command'][0], extra['rc'])
-        module.fail_json(msg=msg, changed=False, **dict(result, **extra))
-    findings = check_expectations(result, p['expect_transport'], p['expect_link_layer'], p['expect_gdr'], p['expect_hcas'],
-                                  p['forbid_fallback'], sysfs_root=p['sysfs_root'])
-    result.update(extra)
-    result['findings'] = findings
+        return analyze_text(text), None
+    command = [str(x) for x in p['command']]
+    env = dict((k, str(v)) for k, v in (p['env'] or {}).items())
+    run = run_logged_command(command, env, p['timeout'], p['chdir'])
+    if run['error']:
+        return None, {'msg': run['error'], 'rc': run['rc']}
+    result = run['analysis']
+    result['rc'] = run['rc']
+    if not run['timed_out']:
+        return result, None
+    result['findings'] = _expectations(p, result)
     result['summary'] = summarize(result)
-    if extra.get('rc'):
-        rc = extra['rc']
+    if run['rc'] == 0:
+        why = 'it exited with code 0, but a process it left in the background kept its output open'
+    else:
+        why = 'it was killed'
+    return None, dict(result, msg='command %s timed out after %d s (%s); the analysis of its output so far is returned'
+                      % (command[0], p['timeout'], why))
+
+
+def _no_output_problem(p, result):
+    """A message when the log is empty or holds no NCCL output (no NCCL line, nccl-tests table or error), else None."""
+    if result['lines'] and (result['nccl_lines'] or result['busbw'] is not None or result['errors']):
+        return None
+    if result.get('rc'):
+        return 'command %s exited with code %s and printed no NCCL output' % (p['command'][0], result['rc'])
+    if p['log_path']:
+        source = 'log_path ' + p['log_path']
+    elif p['log_text'] is not None:
+        source = 'log_text'
+    else:
+        source = 'command output'
+    return 'the log is empty or has no NCCL output: run the job with NCCL_DEBUG=INFO (source: %s)' % source
+
+
+def _findings(p, result):
+    """The unmet expectations, then a non-zero exit code of the command."""
+    findings = _expectations(p, result)
+    rc = result.get('rc')
+    if rc:
         findings.append('the command was killed by signal %d' % -rc if rc < 0 else 'the command exited with code %s' % rc)
-    if findings:
-        module.fail_json(msg=' | '.join(findings), changed=False, **result)
+    return findings
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, mutually_exclusive=[MODES], required_one_of=[MODES],
+                           supports_check_mode=True)
+    p = module.params
+    problem = _options_problem(p)
+    if problem:
+        module.fail_json(msg=problem, changed=False)
+    result, failure = _analyse(p)
+    if failure is None:
+        problem = _no_output_problem(p, result)
+        failure = dict(result, msg=problem) if problem else None
+    if failure is None:
+        result['findings'] = _findings(p, result)
+        result['summary'] = summarize(result)
+        if result['findings']:
+            failure = dict(result, msg=' | '.join(result['findings']))
+    if failure is not None:
+        module.fail_json(changed=False, **failure)
     module.exit_json(changed=False, msg=result['summary'], **result)
 
 
