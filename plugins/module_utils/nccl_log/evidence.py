@@ -490,8 +490,6 @@ def _nic_distance(an, proc, msg, lineno, raw):
 # Connection lines come before the version banner, every other message after it; the communicator summaries may
 # start with any character.
 _ANY = (_channel_summary, _comm_ranks, _nic_distance)
-
-
 _INFO_HANDLERS = {
     'C': (_channel, _collnet, _in_use, _version_banner) + _ANY,
     'R': (_channel, _version_banner) + _ANY,
@@ -506,8 +504,6 @@ _INFO_HANDLERS = {
     'P': (_version_banner, _p2p_plugin) + _ANY,
     'T': (_version_banner, _trees) + _ANY,
 }
-
-
 _INFO_ANY = (_version_banner,) + _ANY
 
 
