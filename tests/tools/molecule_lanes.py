@@ -7,8 +7,8 @@ name, a Docker network name or a subnet (Docker refuses a second network on a su
 hosts' profiles fix their rails' subnets). Those are read from each scenario's molecule.yml; a scenario starts, in
 the order given, as soon as a lane is free and nothing running collides with it.
 
-Each scenario's output goes to <logs>/<scenario>.log. At the end: one line per scenario, and for each failed one
-the tasks that failed and the end of its log, so that the tail of a CI log names the failure.
+Each scenario's output goes to <logs>/<scenario>.log. At the end: the end of each failed scenario's log, one line
+per scenario, and last the tasks that failed, so that the tail of a CI log names the failure.
 
 Usage: molecule_lanes.py [--jobs N] [--logs DIR] [SCENARIO ...]   (default: every molecule/*/molecule.yml)
 """
@@ -62,13 +62,15 @@ def failure_excerpt(log_path, tail=60):
     lines = [ANSI.sub("", line.rstrip("\n")) for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines()]
     picked = []
     last_task = None
+    shown = 0  # lines before this one are in picked already
     for number, line in enumerate(lines):
         if "TASK [" in line:
             last_task = line.strip(" │")
-        if FAILED_TASK.search(line):
-            if last_task and (not picked or picked[-1] != last_task):
+        if FAILED_TASK.search(line) and number >= shown:
+            if last_task and last_task not in picked[-13:]:
                 picked.append(last_task)
-            picked.extend(text.strip(" │") for text in lines[number:number + 12])
+            shown = number + 12
+            picked.extend(text.strip(" │") for text in lines[number:shown])
     return picked[-200:], lines[-tail:]
 
 
@@ -118,14 +120,15 @@ def main(argv=None):
     started = time.monotonic()
     results = run(args.scenarios or known, args.jobs, args.logs)
     failed = [name for name, (returncode, _) in results.items() if returncode != 0]
-    # what a CI log shows first is its end: the failures' excerpts come after the logs' tails, the recap last
-    for name in failed:
-        picked, tail = failure_excerpt(args.logs / f"{name}.log")
+    # what a CI log shows first is its end: the logs' tails, then the recap, then the failed tasks last
+    excerpts = {name: failure_excerpt(args.logs / f"{name}.log") for name in failed}
+    for name, (_, tail) in excerpts.items():
         print(f"\n=== {name}: end of {args.logs / name}.log\n" + "\n".join(tail))
-        print(f"\n=== {name}: failed tasks\n" + "\n".join(picked or ["(none found)"]))
     print(f"\nmolecule: {len(results)} scenarios in {round(time.monotonic() - started)} s, {args.jobs} at a time")
     for name, (returncode, seconds) in results.items():
         print(f"  {name:<12} {'passed' if returncode == 0 else 'FAILED':<7} {seconds:>5} s")
+    for name, (picked, _) in excerpts.items():
+        print(f"\n=== {name}: failed tasks\n" + "\n".join(picked or ["(none found)"]))
     return 1 if failed else 0
 
 

@@ -51,3 +51,19 @@ def test_an_unknown_scenario_is_refused(capsys):
     with pytest.raises(SystemExit):
         molecule_lanes.main(["--jobs", "2", "rocee"])
     assert "unknown scenario rocee; scenarios: default" in capsys.readouterr().err
+
+
+def test_the_failed_tasks_are_the_last_lines_printed(tmp_path, monkeypatch, capsys):
+    """A CI log is read from its end: the failed task and its message come after the one-line-per-scenario recap."""
+    (tmp_path / "roce.log").write_text("\n".join([
+        "  │ TASK [Wait until the standby (priority 10) is master] ***",
+        "  │ fatal: [mol-ib-node]: FAILED! => changed=false",
+        "  │   msg: no takeover",
+        "INFO roce ➜ side_effect: Executed: Failed",
+    ]) + "\n", encoding="utf-8")
+    monkeypatch.setattr(molecule_lanes, "run", lambda scenarios, jobs, logs: {"roce": (2, 10), "default": (0, 5)})
+    assert molecule_lanes.main(["--logs", str(tmp_path), "roce", "default"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out.index("  roce         FAILED     10 s") < out.index("=== roce: failed tasks")
+    assert out[-1] == "INFO roce ➜ side_effect: Executed: Failed"
+    assert "msg: no takeover" in out[-3:]
