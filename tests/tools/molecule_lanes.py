@@ -57,6 +57,9 @@ def collides(scenario, running, held):
     return None
 
 
+FAILURE_LINES = 24  # lines shown from each failure on: a module's traceback ends with its cause
+
+
 def failure_excerpt(log_path, tail=60):
     """The failed tasks (with the task line above each) and the last lines of a scenario's log."""
     lines = [ANSI.sub("", line.rstrip("\n")) for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines()]
@@ -67,9 +70,9 @@ def failure_excerpt(log_path, tail=60):
         if "TASK [" in line:
             last_task = line.strip(" │")
         if FAILED_TASK.search(line) and number >= shown:
-            if last_task and last_task not in picked[-13:]:
+            if last_task and last_task not in picked[-(FAILURE_LINES + 1):]:
                 picked.append(last_task)
-            shown = number + 12
+            shown = number + FAILURE_LINES
             picked.extend(text.strip(" │") for text in lines[number:shown])
     return picked[-200:], lines[-tail:]
 

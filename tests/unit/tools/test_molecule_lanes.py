@@ -67,3 +67,17 @@ def test_the_failed_tasks_are_the_last_lines_printed(tmp_path, monkeypatch, caps
     assert out.index("  roce         FAILED     10 s") < out.index("=== roce: failed tasks")
     assert out[-1] == "INFO roce ➜ side_effect: Executed: Failed"
     assert "msg: no takeover" in out[-3:]
+
+
+def test_a_module_traceback_is_shown_to_its_cause(tmp_path):
+    """A module that died prints a traceback under the failed task; its last line says why."""
+    frames = [f"    File \"<stdin>\", line {n}, in <module>" for n in range(16)]
+    log = tmp_path / "roce.log"
+    log.write_text("\n".join(["  │ TASK [Wait until systemd has booted] ***",
+                              "  │ fatal: [mol-roce-ofed]: FAILED! =>",
+                              "  │   module_stderr: |-",
+                              "  │     Traceback (most recent call last):"]
+                             + frames + ["  │     FileNotFoundError: [Errno 2] No such file or directory"]) + "\n",
+                   encoding="utf-8")
+    picked, _ = molecule_lanes.failure_excerpt(log)
+    assert picked[-1] == "FileNotFoundError: [Errno 2] No such file or directory"
