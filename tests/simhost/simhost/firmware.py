@@ -450,6 +450,15 @@ def read_cables() -> dict:
         return {}
 
 
+def unplugged_ports(exp: dict) -> set:
+    """``{(device name, port number)}`` of the expanded profile's ports whose cable is out now (``set_cable``).
+    The syncs that mirror a link into the tree ask this, not the boot profile: a cable pulled at run time keeps
+    its port DOWN whatever the link under it does."""
+    cables = read_cables()
+    return {(dev["name"], int(port["port"])) for dev in exp.get("devices", []) for port in dev["ports"]
+            if (cables.get(dev["pci"]) or {}).get(str(port["port"])) == "unplugged"}
+
+
 def set_cable(root: Path, device: str, port: int, plugged: bool) -> str:
     """Plug or unplug the cable of ``device`` port ``port``: persisted, and applied to the running tree at once
     (as the driver sees a link loss: ``1: DOWN`` / ``2: Polling``, netdev without carrier). Raises ValueError."""

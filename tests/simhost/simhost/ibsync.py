@@ -151,10 +151,8 @@ def query(tool_args: list[str], exp: dict, node_id: str, runner=subprocess.run, 
 
 
 def unplugged(exp: dict) -> set:
-    from .firmware import read_cables  # pylint: disable=import-outside-toplevel
-    cables = read_cables()
-    return {(dev["name"], p["port"]) for dev, p in fabric.fabric_ports(exp)
-            if cables.get(dev["pci"], {}).get(str(p["port"])) == "unplugged"}
+    from .firmware import unplugged_ports  # pylint: disable=import-outside-toplevel
+    return unplugged_ports(exp)
 
 
 class Syncer:

@@ -30,6 +30,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from . import firmware
 from . import profile as profile_mod
 
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
@@ -299,7 +300,10 @@ def sync_tree(root, links: list[dict], exp: dict | None = None) -> dict:
     tmp_dir.mkdir(parents=True, exist_ok=True)
     by_name = {ln["name"]: ln for ln in links}
     report = {}
+    cut = firmware.unplugged_ports(exp)
     for rail in rail_ports(exp):
+        if (rail["dev"], rail["port"]) in cut:  # cable pulled at run time: the port stays DOWN over a live link
+            rail = dict(rail, state="DOWN", phys_state="Polling")
         link = by_name.get(rail["netdev"])
         rep = {"link": link is not None, "changed": [], "gids": {}}
         report[rail["netdev"]] = rep

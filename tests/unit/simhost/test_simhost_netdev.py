@@ -362,3 +362,21 @@ def test_netsync_daemon_notifies_follows_and_stops_at_once(tmp_path):
         if proc.poll() is None:
             proc.kill()
         notify.close()
+
+
+def test_a_cable_pulled_at_run_time_keeps_the_port_down_over_a_live_link(tmp_path, monkeypatch):
+    """The Docker link under a RoCE port stays up when the cable is pulled; the next sync must not bring the port
+    back (seen in the verify scenario: a sync after `simhost cable unplug` made the port ACTIVE again)."""
+    monkeypatch.setenv("SIMHOST_PERSIST_DIR", str(tmp_path / "persist"))
+    root, _exp = build(tmp_path)
+    nd.sync_tree(root, links())
+    simhost.firmware.set_cable(root, "mlx5_0", 1, plugged=False)
+    nd.sync_tree(root, links())                               # the link is still UP, LOWER_UP
+    facts = gather_rdma_sysfs(str(root))
+    assert (rdma_port(root)["state"], rdma_port(root)["phys_state"]) == ("DOWN", "Polling")
+    assert (facts["netdevs"][P0]["operstate"], facts["netdevs"][P0]["carrier"]) == ("down", False)
+    assert rdma_port(root, "mlx5_1")["state"] == "ACTIVE"
+
+    simhost.firmware.set_cable(root, "mlx5_0", 1, plugged=True)
+    nd.sync_tree(root, links())
+    assert rdma_port(root)["state"] == "ACTIVE"
