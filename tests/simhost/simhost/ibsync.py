@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import fabric, sysfs
+from . import fabric, firmware, sysfs
 
 # infiniband-diags (libibmad dump.c) LinkState / PhysLinkState names -> the kernel's sysfs text
 LINK_STATES = {"NoChange": "0: NOP", "Down": "1: DOWN", "Initialize": "2: INIT", "Armed": "3: ARMED",
@@ -150,11 +150,6 @@ def query(tool_args: list[str], exp: dict, node_id: str, runner=subprocess.run, 
     return res.stdout if res.returncode == 0 else None
 
 
-def unplugged(exp: dict) -> set:
-    from .firmware import unplugged_ports  # pylint: disable=import-outside-toplevel
-    return unplugged_ports(exp)
-
-
 class Syncer:
     """One sync pass per ``step()``; keeps the failure counts between passes."""
 
@@ -194,7 +189,7 @@ class Syncer:
     def step(self) -> list[str]:
         exp = sysfs.simhost_profile(self.root)
         changed: list[str] = []
-        out = unplugged(exp)
+        out = firmware.unplugged_ports(exp)
         rails = fabric.device_rails(exp)
         for dev, port in fabric.fabric_ports(exp):
             key = (dev["name"], port["port"])
@@ -213,7 +208,7 @@ class Syncer:
                     self.last[f"{dev['name']}/{pnum}"] = {"reachable": False}
                 continue
             self.fails[key] = 0
-            if key in unplugged(exp):  # the cable came out while the SM was asked: the port stays DOWN
+            if key in firmware.unplugged_ports(exp):  # the cable came out while the SM was asked: the port stays DOWN
                 continue
             info = parse_portinfo(text)
             pkeys = parse_pkeys(pk_text)[0] if pk_text else None
