@@ -46,13 +46,19 @@ demo-fault: venv ## After make demo: turn PFC off on roce-node02, verify (the re
 demo-clean: venv ## Remove the demo containers
 	$(BIN)/ansible-playbook tests/container/demo-down.yml
 
-test: lint sanity unit molecule ## Run every test: ansible-lint, ansible-test sanity, unit tests, Molecule
+TEST_STAGES := lint sanity unit molecule
+
+test: venv ## Run every test: ansible-lint, ansible-test sanity, unit tests, Molecule (each stage's time at the end)
+	@tests/tools/stages $(TEST_STAGES)
 
 lint: venv ## ansible-lint, production profile
 	$(BIN)/ansible-lint --profile production
 
-unit: venv ## pytest unit tests (modules, parsers, simulator kit)
-	$(PY) -m pytest tests/unit -q -p no:cacheprovider
+# pytest-xdist workers: one per core (most of the time is ansible-playbook runs of the bad-input catalogue)
+UNIT_JOBS ?= auto
+
+unit: venv ## pytest unit tests (modules, parsers, simulator kit), one worker per core
+	$(PY) -m pytest tests/unit -q -p no:cacheprovider -n $(UNIT_JOBS) --durations=15
 
 $(COLLECTION_TREE): FORCE
 	rm -rf $@ && mkdir -p $@

@@ -8,7 +8,8 @@ hosts' profiles fix their rails' subnets). Those are read from each scenario's m
 the order given, as soon as a lane is free and nothing running collides with it.
 
 Each scenario's output goes to <logs>/<scenario>.log. At the end: the end of each failed scenario's log, one line
-per scenario, and last the tasks that failed, so that the tail of a CI log names the failure.
+per scenario with the seconds of each Molecule stage (create, prepare, converge, ...), and last the tasks that
+failed, so that the tail of a CI log names the failure.
 
 Usage: molecule_lanes.py [--jobs N] [--logs DIR] [SCENARIO ...]   (default: every molecule/*/molecule.yml)
 """
@@ -19,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,6 +28,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 MOLECULE = ROOT / "molecule"
+STAGE = re.compile(r"➜ (\w+): (Executing|Executed)")
 FAILED_TASK = re.compile(r"^\s*(?:\S+\s+)?(fatal|failed): \[|ERROR|Executed: Failed")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -77,8 +80,33 @@ def failure_excerpt(log_path, tail=60):
     return picked[-200:], lines[-tail:]
 
 
+def stage_times(lines, clock=time.monotonic):
+    """Copy a scenario's output lines to its log; return {stage: seconds} as Molecule announces each stage.
+
+    ``lines`` yields the output as bytes; each stage runs from its "➜ stage: Executing" line to its "Executed" line
+    (a stage Molecule runs twice, destroy, adds up)."""
+    times, begun = {}, {}
+    for line in lines:
+        match = STAGE.search(ANSI.sub("", line.decode("utf-8", errors="replace")))
+        if match and match.group(2) == "Executing":
+            begun[match.group(1)] = clock()
+        elif match and match.group(1) in begun:
+            stage = match.group(1)
+            times[stage] = times.get(stage, 0) + clock() - begun.pop(stage)
+        yield line, times
+
+
+def _follow(process, log_path, sink):
+    """Write the process's output to its log and keep its stage times in sink."""
+    with open(log_path, "wb") as log:
+        for line, times in stage_times(iter(process.stdout.readline, b"")):
+            log.write(line)
+            log.flush()
+            sink.update(times)
+
+
 def run(scenarios, jobs, logs):
-    """Run the scenarios; return {scenario: (returncode, seconds)}."""
+    """Run the scenarios; return {scenario: (returncode, seconds, {stage: seconds})}."""
     held = {name: resources(name) for name in scenarios}
     waiting = list(scenarios)
     running = {}
@@ -94,19 +122,34 @@ def run(scenarios, jobs, logs):
                 break
             if collides(name, running, held) is None:
                 waiting.remove(name)
-                with open(logs / f"{name}.log", "wb") as log:
-                    process = subprocess.Popen(["molecule", "test", "-s", name], cwd=ROOT, stdout=log,
-                                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-                running[name] = (process, time.monotonic())
+                process = subprocess.Popen(["molecule", "test", "-s", name], cwd=ROOT, stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+                stages = {}
+                follower = threading.Thread(target=_follow, args=(process, logs / f"{name}.log", stages), daemon=True)
+                follower.start()
+                running[name] = (process, time.monotonic(), follower, stages)
                 print(f"molecule: {name} started", flush=True)
         time.sleep(2)
-        for name, (process, started) in list(running.items()):
+        for name, (process, started, follower, stages) in list(running.items()):
             if process.poll() is not None:
+                follower.join()
                 del running[name]
-                results[name] = (process.returncode, round(time.monotonic() - started))
+                results[name] = (process.returncode, round(time.monotonic() - started), stages)
                 verdict = "passed" if process.returncode == 0 else f"FAILED (rc {process.returncode})"
                 print(f"molecule: {name} {verdict} in {results[name][1]} s ({logs / name}.log)", flush=True)
     return results
+
+
+def stage_table(results):
+    """One line per scenario: verdict, total and each stage's seconds, in the order Molecule runs them."""
+    order = []
+    for _, _, stages in results.values():
+        order += [stage for stage in stages if stage not in order]
+    lines = ["  %-12s %-7s %6s  %s" % ("scenario", "result", "total", "  ".join("%11s" % s for s in order))]
+    for name, (returncode, seconds, stages) in results.items():
+        lines.append("  %-12s %-7s %4d s  %s" % (name, "passed" if returncode == 0 else "FAILED", seconds, "  ".join(
+            "%9d s" % round(stages[s]) if s in stages else "%11s" % "-" for s in order)))
+    return lines
 
 
 def main(argv=None):
@@ -122,14 +165,13 @@ def main(argv=None):
                      else "--jobs must be 1 or more")
     started = time.monotonic()
     results = run(args.scenarios or known, args.jobs, args.logs)
-    failed = [name for name, (returncode, _) in results.items() if returncode != 0]
+    failed = [name for name, (returncode, _, _) in results.items() if returncode != 0]
     # what a CI log shows first is its end: the logs' tails, then the recap, then the failed tasks last
     excerpts = {name: failure_excerpt(args.logs / f"{name}.log") for name in failed}
     for name, (_, tail) in excerpts.items():
         print(f"\n=== {name}: end of {args.logs / name}.log\n" + "\n".join(tail))
     print(f"\nmolecule: {len(results)} scenarios in {round(time.monotonic() - started)} s, {args.jobs} at a time")
-    for name, (returncode, seconds) in results.items():
-        print(f"  {name:<12} {'passed' if returncode == 0 else 'FAILED':<7} {seconds:>5} s")
+    print("\n".join(stage_table(results)))
     for name, (picked, _) in excerpts.items():
         print(f"\n=== {name}: failed tasks\n" + "\n".join(picked or ["(none found)"]))
     return 1 if failed else 0

@@ -61,10 +61,13 @@ def test_the_failed_tasks_are_the_last_lines_printed(tmp_path, monkeypatch, caps
         "  │   msg: no takeover",
         "INFO roce ➜ side_effect: Executed: Failed",
     ]) + "\n", encoding="utf-8")
-    monkeypatch.setattr(molecule_lanes, "run", lambda scenarios, jobs, logs: {"roce": (2, 10), "default": (0, 5)})
+    monkeypatch.setattr(molecule_lanes, "run", lambda scenarios, jobs, logs: {
+        "roce": (2, 10, {"create": 4.2, "converge": 5.6}), "default": (0, 5, {"create": 5})})
     assert molecule_lanes.main(["--logs", str(tmp_path), "roce", "default"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out.index("  roce         FAILED     10 s") < out.index("=== roce: failed tasks")
+    roce = next(line for line in out if line.startswith("  roce "))
+    assert roce.split() == ["roce", "FAILED", "10", "s", "4", "s", "6", "s"]
+    assert out.index(roce) < out.index("=== roce: failed tasks")
     assert out[-1] == "INFO roce ➜ side_effect: Executed: Failed"
     assert "msg: no takeover" in out[-3:]
 
@@ -81,3 +84,17 @@ def test_a_module_traceback_is_shown_to_its_cause(tmp_path):
                    encoding="utf-8")
     picked, _ = molecule_lanes.failure_excerpt(log)
     assert picked[-1] == "FileNotFoundError: [Errno 2] No such file or directory"
+
+
+def test_each_stage_is_timed_from_its_announcement_to_its_end():
+    """Molecule announces "➜ stage: Executing" and "➜ stage: Executed"; destroy runs twice and adds up."""
+    ticks = iter([0, 3, 10, 25, 100, 104])
+    lines = [b"INFO     verify \xe2\x9e\x9c destroy: Executing\n", b"INFO     verify \xe2\x9e\x9c destroy: Executed: Successful\n",
+             b"INFO     verify \xe2\x9e\x9c converge: Executing\n", b"  | TASK [x]\n",
+             b"INFO     verify \xe2\x9e\x9c converge: \x1b[31mExecuted: Failed\x1b[0m\n",
+             b"INFO     verify \xe2\x9e\x9c destroy: Executing\n", b"INFO     verify \xe2\x9e\x9c destroy: Executed: Successful\n"]
+    copied, times = [], {}
+    for line, times in molecule_lanes.stage_times(lines, clock=lambda: next(ticks)):
+        copied.append(line)
+    assert copied == lines
+    assert times == {"destroy": 3 + 4, "converge": 15}
