@@ -395,3 +395,24 @@ def test_ibdev2netdev_lines_match_the_real_grammar(trees):
     assert all(pat.match(line) for line in real)
     assert all(pat.match(line) for line in verbose), verbose
     assert "(DOWN  ) ==> ibp65s0 (Down)" in verbose[2]
+
+
+def test_kit_links_are_made_once_and_removed_where_asked(tmp_path):
+    """install.yml puts the kit's tools on the PATH in one call; a second call changes nothing."""
+    from simhost import kitlinks  # tests/simhost, on sys.path via tests/unit/conftest.py
+    src, dest = tmp_path / "bin", tmp_path / "local"
+    src.mkdir()
+    for name in ("ibstat", "mlnx_qos", "sminfo"):
+        (src / name).write_text("#!/bin/sh\n")
+    dest.mkdir()
+    (dest / "mlnx_qos").symlink_to(src / "mlnx_qos")
+    (dest / "ibstat").write_text("a distribution's ibstat\n")
+    stale = tmp_path / "simhost.conf"
+    stale.write_text("x")
+    first = kitlinks.apply(src, dest, ["ibstat", "sminfo"], ["mlnx_qos"], [str(stale)])
+    assert first["changed"] and sorted(first["linked"]) == [str(dest / "ibstat"), str(dest / "sminfo")]
+    assert first["removed"] == [str(dest / "mlnx_qos"), str(stale)]
+    assert os.readlink(dest / "ibstat") == str(src / "ibstat") and not stale.exists()
+    assert kitlinks.apply(src, dest, ["ibstat", "sminfo"], ["mlnx_qos"], [str(stale)]) == {
+        "changed": False, "linked": [], "removed": []}
+    assert kitlinks.main(["--src", str(src), "--dest", str(dest), "--link", "ofed_info"]) == 2
