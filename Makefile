@@ -82,12 +82,12 @@ MOLECULE_JOBS ?= 2
 molecule: venv image ## Molecule scenarios in Docker containers of simulated ConnectX hosts (two at a time)
 	$(PY) tests/tools/molecule_lanes.py --jobs $(MOLECULE_JOBS) $(MOLECULE_SCENARIOS)
 
-bench: venv ## Benchmarks: verify perftest rounds on 4/8 hosts, rdma_facts read time, roce_qos no-op, site.yml on 4/16/32 hosts, NCCL log analyser
+bench: venv ## Benchmarks: verify perftest rounds on 4/8 hosts, rdma_facts read time, roce_qos no-op, site.yml on 4/16/32/64 hosts, NCCL log analyser
 	$(PY) tests/bench/bench_verify_rounds.py --sizes 4,8
 	$(PY) tests/bench/bench_rdma_facts.py
 	$(PY) tests/bench/bench_roce_qos.py
 	$(PY) tests/bench/bench_roce_qos.py --profile cx7_roce_400g_2x --backend dcb
-	$(PY) tests/bench/bench_site_scale.py --sizes 4,16,32
+	$(PY) tests/bench/bench_site_scale.py --sizes 4,16,32,64
 	$(PY) tests/bench/bench_nccl_log.py
 
 build: venv ## Build the Galaxy artifact

@@ -15,12 +15,13 @@ tests/unit/playbooks/test_site_awx_runner.py skips (SKIP_TAGS below); the rest o
 ``nccl_socket_ifname`` is this machine's default-route interface (``ip -j route show default``) or, when there is
 none, left unset (the nccl preflight refuses an interface the host does not have).
 
-Printed per size and run: tasks per host and module calls per host (task results that were not skipped, counted
+Printed per size and run: task results per host (skipped included) and of them the skipped ones, module calls per
+host (task results that were not skipped, counted
 by a small aggregate callback written to the temp dir; "on-host" leaves out the actions that run only on the
 controller: set_fact, assert, debug, include_vars, validate_argument_spec, ...), wall time and wall time per host,
 and CPU seconds per host: all children of this script (resource.getrusage(RUSAGE_CHILDREN) around the run),
 which with a local connection includes the modules' own processes, and of that the ansible-playbook main process
-alone ("main").
+alone ("main"); and the peak resident memory of the controller (the largest child, ansible-playbook itself).
 Exit status 1 when a run fails a host or when the re-run reports changed != 0 (a FAIL line says which task).
 The 4-vs-32 comparison of the re-run's wall time per host is printed, not enforced: the numbers are noisy.
 Results and what the settings change: docs/scale.md.
@@ -95,9 +96,11 @@ class CallbackModule(CallbackBase):
     def _record(self, result, kind):
         host, task = _attr(result, "host").get_name(), _attr(result, "task")
         res = _attr(result, "result")
-        h = self.hosts.setdefault(host, {"results": 0, "calls": 0, "on_host": 0, "changed": 0, "failed": 0})
+        h = self.hosts.setdefault(host, {"results": 0, "skipped": 0, "calls": 0, "on_host": 0, "changed": 0,
+                                         "failed": 0})
         h["results"] += 1
         if kind == "skipped":
+            h["skipped"] += 1
             return
         h["calls"] += 1
         if task.action.rsplit(".", 1)[-1] not in CONTROLLER_ONLY:
@@ -185,12 +188,14 @@ def run_site(base: Path, inv: Path, label: str, forks: int, env_extra: dict, plu
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     data = json.loads(counts.read_text()) if counts.exists() else {"hosts": {}, "changed": [], "failed": [], "main_cpu": 0.0}
     data.update(rc=proc.returncode, wall=wall, log=str(log),
-                cpu=(r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime))
+                cpu=(r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime),
+                # the largest resident set of any child so far: ansible-playbook's main process
+                rss_mb=r1.ru_maxrss / 1024)
     return data
 
 
 def row(size: int, label: str, d: dict) -> str:
-    hosts = d["hosts"].values() or [{"results": 0, "calls": 0, "on_host": 0, "changed": 0}]
+    hosts = d["hosts"].values() or [{"results": 0, "skipped": 0, "calls": 0, "on_host": 0, "changed": 0}]
     n = max(len(d["hosts"]), 1)
 
     def per(key):
@@ -198,9 +203,9 @@ def row(size: int, label: str, d: dict) -> str:
         avg = sum(vals) / n
         return ("%.1f" % avg) if min(vals) == max(vals) else ("%.1f (%d-%d)" % (avg, min(vals), max(vals)))
     changed = sum(h["changed"] for h in hosts)
-    return ("  %5d  %-6s %14s %14s %12s %8d %8.1f %10.2f %9.2f %9.2f" % (
-        size, label, per("results"), per("calls"), per("on_host"), changed, d["wall"], d["wall"] / size,
-        d["cpu"] / size, d["main_cpu"] / size))
+    return ("  %5d  %-6s %14s %14s %14s %12s %8d %8.1f %10.2f %9.2f %9.2f %8.0f" % (
+        size, label, per("results"), per("skipped"), per("calls"), per("on_host"), changed, d["wall"], d["wall"] / size,
+        d["cpu"] / size, d["main_cpu"] / size, d["rss_mb"]))
 
 
 def main() -> int:
@@ -237,8 +242,9 @@ def main() -> int:
     print("  settings: forks=%s strategy=%s pipelining=%s fact cache=%s" % (
         args.forks or "hosts", args.strategy or "linear", args.pipelining or "off (default)",
         "smart + jsonfile" if args.fact_cache else "off"))
-    print("  %5s  %-6s %14s %14s %12s %8s %8s %10s %9s %9s" % (
-        "hosts", "run", "tasks/host", "calls/host", "on-host/host", "changed", "wall s", "wall/host", "CPU/host", "main/host"))
+    print("  %5s  %-6s %14s %14s %14s %12s %8s %8s %10s %9s %9s %8s" % (
+        "hosts", "run", "results/host", "skipped/host", "calls/host", "on-host/host", "changed", "wall s", "wall/host",
+        "CPU/host", "main/host", "RSS MB"))
     failures, noop_wall = [], {}
     try:
         for size in sizes:

@@ -1,6 +1,6 @@
 """Command line: ``python3 -m simhost build --profile NAME|PATH --root DIR [--host-index N]``, ``check``, ``list``,
 ``watch``, ``cable unplug|plug --device DEV --port N [--root DIR]``, ``fabric netfile|env ...`` (simhost/fabric.py),
-``links --src DIR --dest DIR [--link NAME...] [--unlink NAME...] [--absent PATH...]`` (simhost/kitlinks.py)."""
+``files < SPEC.json`` (a host's files, links and removals in one call: simhost/kitfiles.py)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from .tree import build_tree
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["links"]:  # the kit's tools on the PATH (install.yml)
-        from .kitlinks import main as links_main  # pylint: disable=import-outside-toplevel
+    if argv[:1] == ["files"]:  # a host's files in one call (install.yml)
+        from .kitfiles import main as files_main  # pylint: disable=import-outside-toplevel
         try:
-            return links_main(argv[1:])
+            return files_main(argv[1:])
         except OSError as exc:
             print(f"simhost: error: {exc}", file=sys.stderr)
             return 2
@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     c.add_argument("--host-index", type=int, default=None)
     sub.add_parser("list", help="list the bundled profiles")
     sub.add_parser("fabric", help="InfiniBand fabric: netfile (ibsim topology), env (umad2sim env files)")
-    sub.add_parser("links", help="put the kit's tools on the PATH, remove the ones a host must not have")
+    sub.add_parser("files", help="write files, make links, remove paths from a JSON spec on stdin, in one call")
     w = sub.add_parser("watch", help="keep kernel attribute files (configfs rdma_cm, traffic_class, ecn) settled")
     w.add_argument("--root", required=True)
     w.add_argument("--once", action="store_true", help="settle once and exit")

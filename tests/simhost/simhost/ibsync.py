@@ -2,7 +2,8 @@
 ``ports/<p>/{state,phys_state,lid,sm_lid,sm_sl,lid_mask_count,pkeys/<i>}`` up to date from the port's PortInfo and
 P_Key table.
 
-Every second (``python3 -m simhost.ibsync run --root /run/simhost/sys``) for each fabric port of the host (profile
+Every second while the fabric changes, backing off to every ``IDLE_INTERVAL`` s while it is quiet (``python3 -m
+simhost.ibsync run --root /run/simhost/sys``; ``next_interval``), for each fabric port of the host (profile
 ``ib_fabric``, IB link layer at boot, cable in): run the REAL infiniband-diags under umad2sim
 (``SIM_HOST="<hostname> <dev>" smpquery -D portinfo 0 <port>`` and ``smpquery -D pkeys 0 <port>``, at the ibsim
 of the device's rail: one ibsim per rail, ``fabric.server_env(exp, rail)``), parse their
@@ -45,6 +46,11 @@ FAIL_LIMIT = 3
 QUERY_TIMEOUT = 8.0
 SM_CHECK_EVERY = 5.0
 SM_FAIL_LIMIT = 4
+# The model's delay: the kernel sees a port change at once (the SM's Set(PortInfo) reaches the SMA); this sync sees it
+# within a second while the fabric changes and within IDLE_INTERVAL s once it has been quiet. Each sync spawns two
+# smpquery clients a port (an ibsim connect each), so a quiet fabric is asked less often: on a loaded 2-core machine
+# the polling of every second took CPU from the SMs and delayed ibsim's answers to them.
+IDLE_INTERVAL = 4.0
 _FIELD_RE = re.compile(r"^([A-Za-z0-9_]+):\.+(.*)$")
 _PKEY_ROW_RE = re.compile(r"^\s*(\d+):((?:\s+0x[0-9a-fA-F]{4})+)\s*$")
 _CAPACITY_RE = re.compile(r"^(\d+) pkeys capacity for this port$")
@@ -232,24 +238,35 @@ class Syncer:
         os.replace(tmp, sdir / "ibsync.json")
 
 
+def next_interval(current: float, changed: bool, base: float, idle: float = IDLE_INTERVAL) -> float:
+    """The wait before the next sync: ``base`` after a sync that changed something, else twice the last, at most
+    ``idle`` (and never below ``base``)."""
+    return base if changed else max(base, min(idle, current * 2))
+
+
 def run(root: Path, interval: float = 1.0, once: bool = False, watch_opensm: bool = False) -> int:
     syncer = Syncer(root, watch_opensm=watch_opensm)
+    wait = interval
     while True:
         start = time.monotonic()
+        changed: list[str] = []
         try:
-            for path in syncer.step():
+            changed = syncer.step()
+            for path in changed:
                 print(f"simhost-ibsync: {path} = {sysfs.read(root / path)}", flush=True)
         except (OSError, ValueError) as exc:  # a tree being rebuilt: try again next second
             print(f"simhost-ibsync: {exc}", file=sys.stderr, flush=True)
+            changed = ["(error)"]
         if once:
             return 0
-        time.sleep(max(0.1, interval - (time.monotonic() - start)))
+        wait = next_interval(wait, bool(changed), interval)
+        time.sleep(max(0.1, wait - (time.monotonic() - start)))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m simhost.ibsync", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="mirror the fabric into the tree every second")
+    r = sub.add_parser("run", help="mirror the fabric into the tree (every second while it changes)")
     r.add_argument("--root", default=sysfs.DEFAULT_ROOT)
     r.add_argument("--interval", type=float, default=1.0)
     r.add_argument("--once", action="store_true")

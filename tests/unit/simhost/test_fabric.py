@@ -490,3 +490,13 @@ def test_units_and_drop_in():
                  "/etc/simhost/ibsim-rail{{ item.rail }}.env", "simhost-ibsim@{{ item.rail }}.service",
                  "SIMHOST_IBSIM_PORT={{ item.port }}"):
         assert name in install
+
+
+def test_the_sync_asks_a_quiet_fabric_less_often_and_a_changing_one_every_second():
+    """1 s after a change, then 2 and 4 s while nothing changes; a change brings it back to 1 s."""
+    waits, wait = [], 1.0
+    for changed in [True, False, False, False, False, True, False]:
+        wait = ibsync.next_interval(wait, changed, 1.0)
+        waits.append(wait)
+    assert waits == [1.0, 2.0, 4.0, ibsync.IDLE_INTERVAL, ibsync.IDLE_INTERVAL, 1.0, 2.0]
+    assert ibsync.next_interval(0.5, False, 5.0) == 5.0  # never below the interval asked for

@@ -397,22 +397,27 @@ def test_ibdev2netdev_lines_match_the_real_grammar(trees):
     assert "(DOWN  ) ==> ibp65s0 (Down)" in verbose[2]
 
 
-def test_kit_links_are_made_once_and_removed_where_asked(tmp_path):
-    """install.yml puts the kit's tools on the PATH in one call; a second call changes nothing."""
-    from simhost import kitlinks  # tests/simhost, on sys.path via tests/unit/conftest.py
+
+def test_kit_files_are_laid_out_once_and_removed_where_asked(tmp_path, monkeypatch, capsys):
+    """install.yml lays out a host's files in one call; a second call changes nothing."""
+    from simhost import kitfiles  # tests/simhost, on sys.path via tests/unit/conftest.py
     src, dest = tmp_path / "bin", tmp_path / "local"
     src.mkdir()
-    for name in ("ibstat", "mlnx_qos", "sminfo"):
-        (src / name).write_text("#!/bin/sh\n")
-    dest.mkdir()
+    (dest / "sub").mkdir(parents=True)
     (dest / "mlnx_qos").symlink_to(src / "mlnx_qos")
     (dest / "ibstat").write_text("a distribution's ibstat\n")
-    stale = tmp_path / "simhost.conf"
-    stale.write_text("x")
-    first = kitlinks.apply(src, dest, ["ibstat", "sminfo"], ["mlnx_qos"], [str(stale)])
-    assert first["changed"] and sorted(first["linked"]) == [str(dest / "ibstat"), str(dest / "sminfo")]
-    assert first["removed"] == [str(dest / "mlnx_qos"), str(stale)]
-    assert os.readlink(dest / "ibstat") == str(src / "ibstat") and not stale.exists()
-    assert kitlinks.apply(src, dest, ["ibstat", "sminfo"], ["mlnx_qos"], [str(stale)]) == {
-        "changed": False, "linked": [], "removed": []}
-    assert kitlinks.main(["--src", str(src), "--dest", str(dest), "--link", "ofed_info"]) == 2
+    (dest / "unit.service").write_text("old\n")
+    spec = {"write": {str(dest / "unit.service"): {"content": "[Unit]\n", "mode": "0644"},
+                      str(dest / "sub" / "key"): {"content": "secret\n", "mode": "0600"}},
+            "link": {str(dest / "ibstat"): str(src / "ibstat"), str(dest / "sminfo"): str(src / "sminfo")},
+            "absent": [str(dest / "mlnx_qos"), str(dest / "never-there")]}
+    first = kitfiles.apply(spec)
+    assert first["changed"] and first["removed"] == [str(dest / "mlnx_qos")]
+    assert first["written"] == list(spec["write"]) and first["linked"] == list(spec["link"])
+    assert (dest / "unit.service").read_text() == "[Unit]\n" and os.readlink(dest / "ibstat") == str(src / "ibstat")
+    assert ((dest / "sub" / "key").stat().st_mode & 0o777) == 0o600
+    assert kitfiles.apply(spec) == {"changed": False, "written": [], "linked": [], "removed": []}
+    (dest / "sub" / "key").chmod(0o644)
+    assert kitfiles.apply(spec)["written"] == [str(dest / "sub" / "key")]
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO('{"copy": {}}'))
+    assert kitfiles.main([]) == 2 and "allowed: write, link, absent" in capsys.readouterr().err
