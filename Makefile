@@ -54,9 +54,10 @@ test: venv ## Run every test: ansible-lint, ansible-test sanity, unit tests, Mol
 lint: venv ## ansible-lint, production profile
 	$(BIN)/ansible-lint --profile production
 
-# pytest-xdist workers; 0 runs the tests in one process. Measured in .ci/run on 2 cores: 875 s with 2 workers against
-# 568 s in one process, because most of the time is ansible-playbook runs (the bad-input catalogue, the AWX and role
-# tests) and each of those already keeps more than one core busy (controller, fork, module).
+# pytest-xdist workers; 0 runs the tests in one process. On 2 cores two workers were slower: 875 s in .ci/run against
+# 568 s in one process on the previous CI machine, and 68 s against 62 s for the same six catalogue entries on one
+# machine. Most of the time is ansible-playbook runs (the bad-input catalogue, the AWX and role tests), and each of
+# those already keeps more than one core busy (controller, fork, module).
 UNIT_JOBS ?= 0
 
 unit: venv ## pytest unit tests (modules, parsers, simulator kit); UNIT_JOBS=N for N pytest-xdist workers
