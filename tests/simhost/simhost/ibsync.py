@@ -249,17 +249,17 @@ def run(root: Path, interval: float = 1.0, once: bool = False, watch_opensm: boo
     wait = interval
     while True:
         start = time.monotonic()
-        changed: list[str] = []
         try:
             changed = syncer.step()
             for path in changed:
                 print(f"simhost-ibsync: {path} = {sysfs.read(root / path)}", flush=True)
+            busy = bool(changed)
         except (OSError, ValueError) as exc:  # a tree being rebuilt: try again next second
             print(f"simhost-ibsync: {exc}", file=sys.stderr, flush=True)
-            changed = ["(error)"]
+            busy = True
         if once:
             return 0
-        wait = next_interval(wait, bool(changed), interval)
+        wait = next_interval(wait, busy, interval)
         time.sleep(max(0.1, wait - (time.monotonic() - start)))
 
 
