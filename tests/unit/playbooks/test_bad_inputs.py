@@ -1,8 +1,16 @@
 """The bad-input catalogue (tests/bad_inputs/catalogue.yml): every entry fails with its message and changes nothing.
 
-Each entry runs its playbook with ansible-playbook against one local host whose RDMA hardware is a sysfs tree
-built by tests/simhost. Package installation and the roce role's changes to the host's network configuration are skipped (tags ofed_install,
-ofed_verify, roce; its input checks run in the play's pre_tasks); everything else runs.
+Each entry runs its playbook with ansible-playbook against a local host whose RDMA hardware is a sysfs tree built by
+tests/simhost. Package installation and the roce role's changes to the host's network configuration are skipped (tags
+ofed_install, ofed_verify, roce; its input checks run in the play's pre_tasks); everything else runs.
+
+One run, several entries: the site.yml entries of one group and profile run as one ansible-playbook run, one inventory
+host per entry (named by its id) with the entry's variables as host variables. Ansible runs each host until its own
+first failure, so each entry is still checked on its own host: its message, no change on it, none of its output files.
+That is sound because site.yml has no run_once, any_errors_fatal or max_fail_percentage before a host would reboot,
+and the roles' vars/ hold only private `__` names, which no host variable overrides. Entries run alone when their
+check looks at the play as a whole (verify.yml's and rolling_reboot.yml's run_once checks and max_fail_percentage), or
+when they set `netns`, `hosts` or `alone: true`.
 """
 
 from __future__ import annotations
@@ -24,7 +32,10 @@ from simhost import profile, tree  # tests/simhost, on sys.path via tests/unit/c
 SIM_BIN = Path(__file__).resolve().parents[2] / "simhost" / "bin"
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CATALOGUE = yaml.safe_load((REPO_ROOT / "tests" / "bad_inputs" / "catalogue.yml").read_text(encoding="utf-8"))
-FIELDS = {"id", "playbook", "group", "profile", "extra_vars", "message", "netns", "hosts"}
+FIELDS = {"id", "playbook", "group", "profile", "extra_vars", "message", "netns", "hosts", "alone"}
+# the playbooks whose entries may share a run (see the module's docstring)
+SHARED_RUN_PLAYBOOKS = {"site.yml"}
+SKIP_TAGS = "ofed_fetch,ofed_kernel,ofed_remove,ofed_install,ofed_verify,ofed_activate,rdma_host,roce,firmware_tool"
 # A fresh network namespace (with its own mount namespace, so that /sys shows its interfaces): lo up, and a veth
 # pair that stays down.
 UNSHARE = ["unshare", "--net", "--mount"]
@@ -49,24 +60,46 @@ def _snapshot(root: Path) -> str:
     return digest.hexdigest()
 
 
-def _run(entry, tmp_path, monkeypatch):
+def _shares_a_run(entry):
+    return entry["playbook"] in SHARED_RUN_PLAYBOOKS and not (entry.get("netns") or entry.get("hosts") or entry.get("alone"))
+
+
+def _run_key(entry):
+    return (entry["playbook"], entry["group"], entry["profile"]) if _shares_a_run(entry) else ("alone", entry["id"])
+
+
+def _run(entries, tmp_path):
+    """One ansible-playbook run for `entries` (one, or several that share a run): {id: (host, output dir)}, the
+    completed process, and the sysfs tree's and the NV state's snapshots before and after."""
+    first = entries[0]
     sysfs = tmp_path / "sys"
     disk = tmp_path / "disk"
     disk.mkdir()
-    monkeypatch.setenv("SIMHOST_PERSIST_DIR", str(disk))
-    tree.build_tree(profile.load(entry["profile"]), sysfs, host_index=1)
-    out = tmp_path / "out"
-    out.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SIMHOST_PERSIST_DIR", str(disk))
+        tree.build_tree(profile.load(first["profile"]), sysfs, host_index=1)
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "ansible_become": False}
-    # `hosts` (optional): inventory hosts of the group with their own variables, all on this one simulated host
-    hosts = dict((name, dict(local, **(hvars or {}))) for name, hvars in (entry.get("hosts") or {"bad-input-host": {}}).items())
-    inventory = {"all": {"children": {entry["group"]: {"hosts": hosts}}}}
+    common = {"rdma_sysfs_root": str(sysfs)}
+    hosts, outs = {}, {}
+    for entry in entries:
+        out = tmp_path / "out" / entry["id"]
+        out.mkdir(parents=True)
+        own = {"nccl_conf_path": str(out / "nccl.conf"), "verify_report_dir": str(out / "fabric-report")}
+        if len(entries) == 1:
+            # `hosts` (optional): inventory hosts of the group with their own variables, all on this one simulated host
+            for name, hvars in (entry.get("hosts") or {"bad-input-host": {}}).items():
+                hosts[name] = dict(local, **(hvars or {}))
+            extra = dict(common, **own, **entry["extra_vars"])
+            outs[entry["id"]] = (None, out)
+        else:
+            hosts[entry["id"]] = dict(local, **common, **own, **entry["extra_vars"])
+            extra = {}
+            outs[entry["id"]] = (entry["id"], out)
+    inventory = {"all": {"children": {first["group"]: {"hosts": hosts}}}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory), encoding="utf-8")
-    extra = dict({"rdma_sysfs_root": str(sysfs), "nccl_conf_path": str(out / "nccl.conf"),
-                  "verify_report_dir": str(out / "fabric-report")}, **entry["extra_vars"])
-    argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO_ROOT / entry["playbook"]),
-            "-i", str(tmp_path / "hosts.yml"), "-e", json.dumps(extra), "--skip-tags", "ofed_fetch,ofed_kernel,ofed_remove,ofed_install,ofed_verify,ofed_activate,rdma_host,roce,firmware_tool"]
-    if entry.get("netns"):
+    argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO_ROOT / first["playbook"]),
+            "-i", str(tmp_path / "hosts.yml"), "-e", json.dumps(extra), "--skip-tags", SKIP_TAGS]
+    if first.get("netns"):
         argv = UNSHARE + ["sh", "-ec", " && ".join(NETNS_SETUP) + ' && exec "$@"', "sh"] + argv
     # the simulated host's firmware tool (mstconfig over its NV state on a temp "disk") comes first on PATH; only it,
     # since the other stand-ins (ethtool, which fact gathering calls) keep runtime state in the tree
@@ -75,10 +108,27 @@ def _run(entry, tmp_path, monkeypatch):
     (bindir / "mstconfig").symlink_to(SIM_BIN / "mstconfig")
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"),
                ANSIBLE_HOME=str(REPO_ROOT / ".ansible"), ANSIBLE_NOCOLOR="1", SIMHOST_SYSFS_ROOT=str(sysfs),
-               SIMHOST_PERSIST_DIR=str(disk), PATH="%s:%s" % (bindir, os.environ.get("PATH", "")))
+               SIMHOST_PERSIST_DIR=str(disk), PATH="%s:%s" % (bindir, os.environ.get("PATH", "")),
+               # as many forks as hosts: the entries of a shared run go through each task together
+               ANSIBLE_FORKS=str(max(5, len(entries))))
     before = _snapshot(sysfs) + _snapshot(disk)
-    run = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False, timeout=300)
-    return run, before, _snapshot(sysfs) + _snapshot(disk), out
+    run = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False, timeout=600)
+    return outs, run, before, _snapshot(sysfs) + _snapshot(disk)
+
+
+_RUNS = {}
+
+
+@pytest.fixture
+def catalogue_run(tmp_path_factory):
+    """The run an entry belongs to, made once for all entries that share it."""
+    def get(entry):
+        key = _run_key(entry)
+        if key not in _RUNS:
+            entries = [e for e in CATALOGUE if _run_key(e) == key]
+            _RUNS[key] = _run(entries, tmp_path_factory.mktemp("bad-input"))
+        return _RUNS[key]
+    return get
 
 
 def test_every_entry_has_the_catalogue_fields_and_a_unique_id():
@@ -90,20 +140,27 @@ def test_every_entry_has_the_catalogue_fields_and_a_unique_id():
         re.compile(entry["message"])
 
 
+def test_entries_share_runs_only_where_each_host_is_checked_on_its_own():
+    shared = [entry for entry in CATALOGUE if _shares_a_run(entry)]
+    assert shared and all(entry["playbook"] == "site.yml" for entry in shared)
+    assert not any(_shares_a_run(entry) for entry in CATALOGUE if entry["playbook"] in ("verify.yml", "playbooks/rolling_reboot.yml"))
+
+
 @pytest.mark.parametrize("entry", CATALOGUE, ids=[entry["id"] for entry in CATALOGUE])
-def test_bad_input_fails_with_its_message_and_changes_nothing(entry, tmp_path, monkeypatch):
+def test_bad_input_fails_with_its_message_and_changes_nothing(entry, catalogue_run):
     if entry.get("netns") and not _netns_allowed():
         pytest.skip("this machine does not allow unshare --net with a veth pair")
-    run, before, after, out = _run(entry, tmp_path, monkeypatch)
+    outs, run, before, after = catalogue_run(entry)
+    host, out = outs[entry["id"]]
     assert run.returncode != 0, run.stdout[-3000:]
     report = json.loads(run.stdout)
-    # a failed loop task keeps each item's message under results
-    messages = [msg for play in report["plays"] for task in play["tasks"] for result in task["hosts"].values()
-                if result.get("failed")
+    # a failed loop task keeps each item's message under results; a shared run: only this entry's host
+    messages = [msg for play in report["plays"] for task in play["tasks"] for name, result in task["hosts"].items()
+                if result.get("failed") and host in (None, name)
                 for msg in [result.get("msg", "")] + [item.get("msg", "") for item in result.get("results") or []
                                                       if isinstance(item, dict) and item.get("failed")]]
     assert any(re.search(entry["message"], str(msg)) for msg in messages), (messages, run.stderr[-2000:])
-    assert all(stats["changed"] == 0 for stats in report["stats"].values()), report["stats"]
+    assert all(stats["changed"] == 0 for name, stats in report["stats"].items() if host in (None, name)), report["stats"]
     assert before == after, "the sysfs tree or the firmware's NV state changed"
     assert list(out.iterdir()) == [], "files were written: %s" % list(out.iterdir())
     for text in [run.stdout, run.stderr] + [str(msg) for msg in messages]:
