@@ -5,8 +5,9 @@ tests/simhost. Package installation and the roce role's changes to the host's ne
 ofed_install, ofed_verify, roce; its input checks run in the play's pre_tasks); everything else runs.
 
 One run, several entries: the site.yml entries of one group and profile run as one ansible-playbook run, one inventory
-host per entry (named by its id) with the entry's variables as host variables. Ansible runs each host until its own
-first failure, so each entry is still checked on its own host: its message, no change on it, none of its output files.
+host per entry (named by its id) with the entry's variables as host variables, each on its own simulated host (its
+own tree and firmware NV state, through a per-host interpreter wrapper). Ansible runs each host until its own first
+failure, so each entry is still checked on its own: its message, no change on its host, none of its output files.
 That is sound because site.yml has no run_once, any_errors_fatal or max_fail_percentage before a host would reboot,
 and the roles' vars/ hold only private `__` names, which no host variable overrides. Entries run alone when their
 check looks at the play as a whole (verify.yml's and rolling_reboot.yml's run_once checks and max_fail_percentage), or
@@ -68,31 +69,60 @@ def _run_key(entry):
     return (entry["playbook"], entry["group"], entry["profile"]) if _shares_a_run(entry) else ("alone", entry["id"])
 
 
-def _run(entries, tmp_path):
-    """One ansible-playbook run for `entries` (one, or several that share a run): {id: (host, output dir)}, the
-    completed process, and the sysfs tree's and the NV state's snapshots before and after."""
-    first = entries[0]
-    sysfs = tmp_path / "sys"
-    disk = tmp_path / "disk"
-    disk.mkdir()
+def _sim_host(hdir: Path, profile_name: str):
+    """A simulated host under `hdir`: its sysfs tree, its cards' firmware NV state on a temp "disk", and a bin/ with
+    the simulator's firmware tool (mstconfig over that NV state). Only that tool: the other stand-ins (ethtool, which
+    fact gathering calls) keep runtime state in the tree. Returns (sysfs, disk, bindir)."""
+    sysfs, disk, bindir = hdir / "sys", hdir / "disk", hdir / "bin"
+    disk.mkdir(parents=True)
+    bindir.mkdir()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SIMHOST_PERSIST_DIR", str(disk))
-        tree.build_tree(profile.load(first["profile"]), sysfs, host_index=1)
+        tree.build_tree(profile.load(profile_name), sysfs, host_index=1)
+    (bindir / "mstconfig").symlink_to(SIM_BIN / "mstconfig")
+    return sysfs, disk, bindir
+
+
+def _interpreter(hdir: Path, sysfs: Path, disk: Path, bindir: Path) -> Path:
+    """The module interpreter of one simulated host in a shared run: python with that host's tree, NV state and
+    firmware tool (a local connection has no other per-host environment)."""
+    wrapper = bindir / "python3"
+    wrapper.write_text("#!/bin/sh\nSIMHOST_SYSFS_ROOT='%s' SIMHOST_PERSIST_DIR='%s' PATH='%s':\"$PATH\" exec '%s' \"$@\"\n"
+                       % (sysfs, disk, bindir, sys.executable), encoding="utf-8")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def _run(entries, tmp_path):
+    """One ansible-playbook run for `entries` (one, or several that share a run, each on its own simulated host):
+    {id: (inventory host or None, output dir)}, the completed process, and {id: snapshot of its simulated host's
+    sysfs tree and NV state} before and after."""
+    first = entries[0]
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "ansible_become": False}
-    common = {"rdma_sysfs_root": str(sysfs)}
-    hosts, outs = {}, {}
+    hosts, outs, sims = {}, {}, {}
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"),
+               ANSIBLE_HOME=str(REPO_ROOT / ".ansible"), ANSIBLE_NOCOLOR="1",
+               # as many forks as hosts: the entries of a shared run go through each task together
+               ANSIBLE_FORKS=str(max(5, len(entries))))
     for entry in entries:
-        out = tmp_path / "out" / entry["id"]
-        out.mkdir(parents=True)
-        own = {"nccl_conf_path": str(out / "nccl.conf"), "verify_report_dir": str(out / "fabric-report")}
+        hdir = tmp_path / entry["id"]
+        sysfs, disk, bindir = _sim_host(hdir, first["profile"])
+        sims[entry["id"]] = (sysfs, disk)
+        out = hdir / "out"
+        out.mkdir()
+        own = {"rdma_sysfs_root": str(sysfs), "nccl_conf_path": str(out / "nccl.conf"),
+               "verify_report_dir": str(out / "fabric-report")}
         if len(entries) == 1:
             # `hosts` (optional): inventory hosts of the group with their own variables, all on this one simulated host
             for name, hvars in (entry.get("hosts") or {"bad-input-host": {}}).items():
                 hosts[name] = dict(local, **(hvars or {}))
-            extra = dict(common, **own, **entry["extra_vars"])
+            extra = dict(own, **entry["extra_vars"])
             outs[entry["id"]] = (None, out)
+            env.update(SIMHOST_SYSFS_ROOT=str(sysfs), SIMHOST_PERSIST_DIR=str(disk),
+                       PATH="%s:%s" % (bindir, os.environ.get("PATH", "")))
         else:
-            hosts[entry["id"]] = dict(local, **common, **own, **entry["extra_vars"])
+            hosts[entry["id"]] = dict(local, **own, **entry["extra_vars"],
+                                      ansible_python_interpreter=str(_interpreter(hdir, sysfs, disk, bindir)))
             extra = {}
             outs[entry["id"]] = (entry["id"], out)
     inventory = {"all": {"children": {first["group"]: {"hosts": hosts}}}}
@@ -101,19 +131,10 @@ def _run(entries, tmp_path):
             "-i", str(tmp_path / "hosts.yml"), "-e", json.dumps(extra), "--skip-tags", SKIP_TAGS]
     if first.get("netns"):
         argv = UNSHARE + ["sh", "-ec", " && ".join(NETNS_SETUP) + ' && exec "$@"', "sh"] + argv
-    # the simulated host's firmware tool (mstconfig over its NV state on a temp "disk") comes first on PATH; only it,
-    # since the other stand-ins (ethtool, which fact gathering calls) keep runtime state in the tree
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "mstconfig").symlink_to(SIM_BIN / "mstconfig")
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"),
-               ANSIBLE_HOME=str(REPO_ROOT / ".ansible"), ANSIBLE_NOCOLOR="1", SIMHOST_SYSFS_ROOT=str(sysfs),
-               SIMHOST_PERSIST_DIR=str(disk), PATH="%s:%s" % (bindir, os.environ.get("PATH", "")),
-               # as many forks as hosts: the entries of a shared run go through each task together
-               ANSIBLE_FORKS=str(max(5, len(entries))))
-    before = _snapshot(sysfs) + _snapshot(disk)
+    before = {key: _snapshot(sysfs) + _snapshot(disk) for key, (sysfs, disk) in sims.items()}
     run = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False, timeout=600)
-    return outs, run, before, _snapshot(sysfs) + _snapshot(disk)
+    after = {key: _snapshot(sysfs) + _snapshot(disk) for key, (sysfs, disk) in sims.items()}
+    return outs, run, before, after
 
 
 _RUNS = {}
@@ -161,7 +182,7 @@ def test_bad_input_fails_with_its_message_and_changes_nothing(entry, catalogue_r
                                                       if isinstance(item, dict) and item.get("failed")]]
     assert any(re.search(entry["message"], str(msg)) for msg in messages), (messages, run.stderr[-2000:])
     assert all(stats["changed"] == 0 for name, stats in report["stats"].items() if host in (None, name)), report["stats"]
-    assert before == after, "the sysfs tree or the firmware's NV state changed"
+    assert before[entry["id"]] == after[entry["id"]], "the sysfs tree or the firmware's NV state changed"
     assert list(out.iterdir()) == [], "files were written: %s" % list(out.iterdir())
     for text in [run.stdout, run.stderr] + [str(msg) for msg in messages]:
         assert "Traceback" not in text and "Finalization of task args" not in text
