@@ -99,8 +99,8 @@ def test_nccl_conf_has_the_gid_index_and_the_configured_tos(host):
 
 
 # Each host's rail addresses (molecule.yml roce_addresses), to reach the other host over each rail.
-RAIL_ADDRESSES = {"mol-roce-ofed": {"enp12s0np0": "10.0.1.12", "enp140s0np0": "10.0.2.12"},
-                  "mol-roce-inbox": {"enp12s0np0": "10.0.1.13", "enp140s0np0": "10.0.2.13"}}
+RAIL_ADDRESSES = {"mol-roce-ofed": {"enp12s0np0": "10.0.11.12", "enp140s0np0": "10.0.12.12"},
+                  "mol-roce-inbox": {"enp12s0np0": "10.0.11.13", "enp140s0np0": "10.0.12.13"}}
 
 
 def test_the_rails_reach_the_other_host(host, hostvars, netdev):

@@ -112,7 +112,7 @@ def _int_or_hex(d: dict, key: str, where: str, default=None, lo=0, hi=None):
 KNOWN_TOP = {"name", "description", "stack", "kernel_modules", "guid_seed", "lid_host_stride", "ipv4_host_stride",
              "device_defaults", "port_defaults", "devices", "oob_netdevs", "host_index", "real_netdevs",
              "mstflint_layout", "gpu", "modules_available", "ipoib_enhanced",
-             "ib_fabric"}  # ib_fabric: simhost/fabric.py
+             "ib_fabric", "rail_subnets"}  # ib_fabric: simhost/fabric.py
 KNOWN_DEV = {"name", "pci", "pci_device_id", "hca_type", "fw_ver", "board_id", "hw_rev", "part_number", "description",
              "node_guid", "sys_image_guid", "node_desc", "numa_node", "ports", "pcie", "vpi", "firmware"}
 KNOWN_PORT = {"port", "link_layer", "state", "phys_state", "rate", "lid", "sm_lid", "sm_sl", "lmc", "cap_mask", "netdev",
@@ -189,6 +189,32 @@ def _bump_ipv4(iface: str, offset: int, where: str) -> str:
     return f"{addr}/{net.network.prefixlen}"
 
 
+def _rail_subnets(profile: dict, top: str) -> dict:
+    """``rail_subnets``: {from: to} IPv4 networks of one prefix length. A port whose address lies in ``from`` gets
+    the same host part in ``to``: a test bed puts one profile's rails on subnets of its own (Docker takes a subnet
+    for one network at a time, so two scenarios on the same rails' subnets cannot run side by side)."""
+    raw = _get(profile, "rail_subnets", top, dict, default={})
+    out = {}
+    for old, new in raw.items():
+        where = f"{top}.rail_subnets[{old!r}]"
+        try:
+            frm, to = ipaddress.IPv4Network(str(old)), ipaddress.IPv4Network(str(new))
+        except ValueError:
+            raise _err(where, f"{old!r}: {new!r} is not a pair of IPv4 networks (e.g. 10.0.1.0/24: 10.0.11.0/24)") from None
+        if frm.prefixlen != to.prefixlen:
+            raise _err(where, f"{frm} and {to} differ in prefix length")
+        out[frm] = to
+    return out
+
+
+def _move_rail(iface: str, rail_subnets: dict) -> str:
+    addr = ipaddress.IPv4Interface(iface)
+    to = rail_subnets.get(addr.network)
+    if to is None:
+        return iface
+    return f"{to.network_address + (int(addr.ip) - int(addr.network.network_address))}/{to.prefixlen}"
+
+
 def _down_rate(link_layer: str) -> str:
     """What the kernel's rate file shows for a port whose link is not up (the width/speed mlx5 reports then)."""
     return "10 Gb/sec (4X SDR)" if link_layer == "InfiniBand" else "40 Gb/sec (4X QDR)"
@@ -251,7 +277,8 @@ def _resolve_port(ctx: dict, p: dict, pi: int, num: int, where_of, register: boo
     mtu = _int_or_hex(p, "mtu", where_of("mtu"), default=(2044 if is_ib else 9000), lo=68, hi=65520)
     ipv4 = p.get("ipv4")
     if ipv4 is not None:
-        ipv4 = _bump_ipv4(str(ipv4), host_index * ctx["ip_stride"], f"{where_of('ipv4')}.ipv4")
+        ipv4 = _move_rail(_bump_ipv4(str(ipv4), host_index * ctx["ip_stride"], f"{where_of('ipv4')}.ipv4"),
+                          ctx["rail_subnets"])
     ipv6 = p.get("ipv6")
     if ipv6 is not None:
         try:
@@ -460,6 +487,7 @@ def expand(profile: dict, host_index: int | None = None, boot: dict | None = Non
     seed = _int_or_hex(profile, "guid_seed", top, default=0x100000, hi=0xFFFFFF)
     lid_stride = _int_or_hex(profile, "lid_host_stride", top, default=32, hi=0x1000)
     ip_stride = _int_or_hex(profile, "ipv4_host_stride", top, default=1, hi=0x10000)
+    rail_subnets = _rail_subnets(profile, top)
     dev_defaults = _get(profile, "device_defaults", top, dict, default={})
     port_defaults = _get(profile, "port_defaults", top, dict, default={})
     _unknown(dev_defaults, KNOWN_DEV - {"name", "pci", "ports", "node_guid", "sys_image_guid", "firmware"},
@@ -525,6 +553,7 @@ def expand(profile: dict, host_index: int | None = None, boot: dict | None = Non
         fn = int(pci.rsplit(".", 1)[1])
 
         ctx = {"host_index": host_index, "lid_stride": lid_stride, "ip_stride": ip_stride, "pci": pci, "fn": fn,
+               "rail_subnets": rail_subnets,
                "multi_function": multi_function, "mac_base": mac_base, "node_guid": node_guid,
                "seen_netdev": seen_netdev}
 

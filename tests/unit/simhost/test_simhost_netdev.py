@@ -380,3 +380,21 @@ def test_a_cable_pulled_at_run_time_keeps_the_port_down_over_a_live_link(tmp_pat
     simhost.firmware.set_cable(root, "mlx5_0", 1, plugged=True)
     nd.sync_tree(root, links())
     assert rdma_port(root)["state"] == "ACTIVE"
+
+
+def test_rail_subnets_move_a_profiles_rails_with_their_host_part_and_gids():
+    from simhost import netdev as netdev_mod, profile as profile_mod  # pylint: disable=import-outside-toplevel
+    prof = profile_mod.load("cx7_roce_400g_2x")
+    rails = {r["dev"]: r for r in netdev_mod.rail_ports(profile_mod.expand(prof, 2))}
+    assert (rails["mlx5_0"]["ipv4"], rails["mlx5_0"]["subnet"]) == ("10.0.1.13/24", "10.0.1.0/24")
+    moved = dict(prof, rail_subnets={"10.0.1.0/24": "10.0.11.0/24", "10.0.2.0/24": "10.0.12.0/24"})
+    exp = profile_mod.expand(moved, 2)
+    rails = {r["dev"]: r for r in netdev_mod.rail_ports(exp)}
+    assert (rails["mlx5_0"]["ipv4"], rails["mlx5_0"]["subnet"]) == ("10.0.11.13/24", "10.0.11.0/24")
+    assert (rails["mlx5_1"]["ipv4"], rails["mlx5_1"]["subnet"]) == ("10.0.12.13/24", "10.0.12.0/24")
+    gids = {g["gid"] for g in exp["devices"][0]["ports"][0]["gids"].values() if g}
+    assert "0000:0000:0000:0000:0000:ffff:0a00:0b0d" in gids   # the RoCE v2 IPv4 GID of 10.0.11.13
+    for bad, says in (({"10.0.1.0/24": "10.0.11.0/23"}, "not a pair of IPv4 networks"),
+                      ({"10.0.1.0/24": "10.0.12.0/25"}, "differ in prefix length")):
+        with pytest.raises(Exception, match=says):
+            profile_mod.expand(dict(prof, rail_subnets=bad), 1)
