@@ -50,6 +50,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "simhost"))
 
 import simhost  # noqa: E402  pylint: disable=wrong-import-position
+from simhost import localhost  # noqa: E402  pylint: disable=wrong-import-position
 
 TARGET = "does not grow from 4 to 32 hosts with forks set to the host count"
 GROWTH_TOLERANCE = 0.10    # noise allowance for the verdict on a loaded 2-core machine
@@ -151,44 +152,10 @@ def host_python() -> str:
     return "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 
 
-def host_interpreter(hdir: Path) -> Path:
-    """The host's module interpreter: python with this host's view of the simulated hardware (its sysfs tree, its
-    cards' firmware NV state, the simulator's firmware tool first on PATH, as the bad-input catalogue has it), so
-    that the firmware role reads each host's own cards; a local connection has no other per-host environment."""
-    (hdir / "bin").mkdir()
-    (hdir / "bin" / "mstconfig").symlink_to(REPO / "tests" / "simhost" / "bin" / "mstconfig")
-    wrapper = hdir / "bin" / "python3"
-    wrapper.write_text("#!/bin/sh\nSIMHOST_SYSFS_ROOT='%s' SIMHOST_PERSIST_DIR='%s' PATH='%s':\"$PATH\" exec '%s' \"$@\"\n"
-                       % (hdir / "sys", hdir / "disk", hdir / "bin", host_python()), encoding="utf-8")
-    wrapper.chmod(0o755)
-    return wrapper
-
-
-def boot_host(prof: dict, hdir: Path, index: int) -> None:
-    """(Re)build the host's sysfs tree as its boot does: the firmware NV state on its disk (written on the first
-    boot) becomes the cards' current configuration, runtime state starts afresh."""
-    saved = os.environ.get("SIMHOST_PERSIST_DIR")
-    os.environ["SIMHOST_PERSIST_DIR"] = str(hdir / "disk")
-    try:
-        shutil.rmtree(hdir / "sys", ignore_errors=True)
-        simhost.build_tree(prof, hdir / "sys", host_index=index)
-    finally:
-        if saved is None:
-            os.environ.pop("SIMHOST_PERSIST_DIR")
-        else:
-            os.environ["SIMHOST_PERSIST_DIR"] = saved
-
-
-def reboot_hosts(base: Path) -> None:
-    """What the rolling reboot would do for the hosts that stopped for consent (never run here: it would reboot
-    this machine): every simulated host boots again."""
-    for hdir in sorted((base / "hosts").iterdir()):
-        boot = json.loads((hdir / "boot.json").read_text())
-        boot_host(simhost.load(boot["profile"]), hdir, boot["index"])
-
-
-def build_hosts(base: Path, count: int, ifname: str | None) -> Path:
-    """Sysfs trees and an inventory (JSON, read by the yaml inventory plugin) for `count` simulated hosts."""
+def build_hosts(base: Path, count: int, ifname: str | None) -> tuple[Path, list]:
+    """Simulated hosts and an inventory (JSON, read by the yaml inventory plugin) for `count` of them: the
+    inventory's path and each host's (profile, directory, host index), to boot them again."""
+    boots = []
     groups: dict[str, dict] = {"infiniband": {"hosts": {}}, "roce": {"hosts": {}}}
     per_profile: dict[str, int] = {}
     loaded = {name: simhost.load(name) for _g, _p, name in PROFILES}
@@ -198,17 +165,17 @@ def build_hosts(base: Path, count: int, ifname: str | None) -> Path:
         per_profile[prof] = index + 1
         name = "sim-%s-%03d" % (prefix, i + 1)
         hdir = base / "hosts" / name
-        (hdir / "disk").mkdir(parents=True)
-        boot_host(loaded[prof], hdir, index)
-        (hdir / "boot.json").write_text(json.dumps({"profile": prof, "index": index}))
+        # its own module interpreter: its tree, its cards' NV state, the simulator's mstconfig (simhost/localhost.py)
+        python = localhost.create(loaded[prof], hdir, index, host_python())
+        boots.append((loaded[prof], hdir, index))
         groups[group]["hosts"][name] = {"rdma_sysfs_root": str(hdir / "sys"), "nccl_conf_path": str(hdir / "nccl.conf"),
-                                        "ansible_python_interpreter": str(host_interpreter(hdir))}
+                                        "ansible_python_interpreter": str(python)}
     all_vars = {"ansible_connection": "local", "ansible_become": False}
     if ifname:
         all_vars["nccl_socket_ifname"] = ifname
     inv = base / "inventory.json"
     inv.write_text(json.dumps({"all": {"vars": all_vars, "children": groups}}, indent=1))
-    return inv
+    return inv, boots
 
 
 def run_site(base: Path, inv: Path, label: str, forks: int, env_extra: dict, plugins: Path) -> dict:
@@ -292,7 +259,7 @@ def main() -> int:
         for size in sizes:
             base = tmp / ("n%d" % size)
             base.mkdir()
-            inv = build_hosts(base, size, ifname)
+            inv, boots = build_hosts(base, size, ifname)
             extra = dict(env_extra)
             if args.fact_cache:
                 extra.update({"ANSIBLE_GATHERING": "smart", "ANSIBLE_CACHE_PLUGIN": "jsonfile",
@@ -300,12 +267,15 @@ def main() -> int:
                               "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "3600"})
             for label in ("first", "second", "no-op"):
                 if label == "second":
-                    reboot_hosts(base)
+                    # what the rolling reboot would do for the hosts that stopped for consent (never run here: it
+                    # would reboot this machine): every simulated host boots again
+                    for prof, hdir, index in boots:
+                        localhost.boot(prof, hdir, index)
                 d = run_site(base, inv, "%s-%d" % (label, size), args.forks or size, extra, tmp / "callback_plugins")
                 print(row(size, label, d), flush=True)
                 if label == "first":
                     # fresh RoCE cards: the ECN/CNP settings an inbox stack keeps only in firmware wait for a reboot,
-                    # and site.yml stops those hosts without consent (no rolling reboot here, see reboot_hosts)
+                    # and site.yml stops those hosts without consent (no rolling reboot here)
                     d["failed"] = [f for f in d["failed"] if "take effect at the next boot" not in f]
                     if d["rc"] == 2 and not d["failed"]:
                         d["rc"] = 0

@@ -6,7 +6,7 @@ ofed_install, ofed_verify, roce; its input checks run in the play's pre_tasks); 
 
 One run, several entries: the site.yml entries of one group and profile run as one ansible-playbook run, one inventory
 host per entry (named by its id) with the entry's variables as host variables, each on its own simulated host (its
-own tree and firmware NV state, through a per-host interpreter wrapper). Ansible runs each host until its own first
+own tree and firmware NV state, through its own module interpreter: tests/simhost/simhost/localhost.py). Ansible runs each host until its own first
 failure, so each entry is still checked on its own: its message, no change on its host, none of its output files.
 That is sound because site.yml has no run_once, any_errors_fatal or max_fail_percentage before a host would reboot,
 and the roles' vars/ hold only private `__` names, which no host variable overrides. Entries run alone when their
@@ -28,9 +28,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simhost import profile, tree  # tests/simhost, on sys.path via tests/unit/conftest.py
+from simhost import localhost, profile  # tests/simhost, on sys.path via tests/unit/conftest.py
 
-SIM_BIN = Path(__file__).resolve().parents[2] / "simhost" / "bin"
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CATALOGUE = yaml.safe_load((REPO_ROOT / "tests" / "bad_inputs" / "catalogue.yml").read_text(encoding="utf-8"))
 FIELDS = {"id", "playbook", "group", "profile", "extra_vars", "message", "netns", "hosts", "alone"}
@@ -69,61 +68,30 @@ def _run_key(entry):
     return (entry["playbook"], entry["group"], entry["profile"]) if _shares_a_run(entry) else ("alone", entry["id"])
 
 
-def _sim_host(hdir: Path, profile_name: str):
-    """A simulated host under `hdir`: its sysfs tree, its cards' firmware NV state on a temp "disk", and a bin/ with
-    the simulator's firmware tool (mstconfig over that NV state). Only that tool: the other stand-ins (ethtool, which
-    fact gathering calls) keep runtime state in the tree. Returns (sysfs, disk, bindir)."""
-    sysfs, disk, bindir = hdir / "sys", hdir / "disk", hdir / "bin"
-    disk.mkdir(parents=True)
-    bindir.mkdir()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SIMHOST_PERSIST_DIR", str(disk))
-        tree.build_tree(profile.load(profile_name), sysfs, host_index=1)
-    (bindir / "mstconfig").symlink_to(SIM_BIN / "mstconfig")
-    return sysfs, disk, bindir
-
-
-def _interpreter(hdir: Path, sysfs: Path, disk: Path, bindir: Path) -> Path:
-    """The module interpreter of one simulated host in a shared run: python with that host's tree, NV state and
-    firmware tool (a local connection has no other per-host environment)."""
-    wrapper = bindir / "python3"
-    wrapper.write_text("#!/bin/sh\nSIMHOST_SYSFS_ROOT='%s' SIMHOST_PERSIST_DIR='%s' PATH='%s':\"$PATH\" exec '%s' \"$@\"\n"
-                       % (sysfs, disk, bindir, sys.executable), encoding="utf-8")
-    wrapper.chmod(0o755)
-    return wrapper
-
-
 def _run(entries, tmp_path):
-    """One ansible-playbook run for `entries` (one, or several that share a run, each on its own simulated host):
-    {id: (inventory host or None, output dir)}, the completed process, and {id: snapshot of its simulated host's
-    sysfs tree and NV state} before and after."""
+    """One ansible-playbook run for `entries` (one, or several that share a run), each entry on its own simulated
+    host with its own module interpreter (tests/simhost/simhost/localhost.py): {id: (inventory host or None, output
+    dir)}, the completed process, and {id: snapshot of its simulated host's tree and NV state} before and after."""
     first = entries[0]
-    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "ansible_become": False}
-    hosts, outs, sims = {}, {}, {}
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"),
-               ANSIBLE_HOME=str(REPO_ROOT / ".ansible"), ANSIBLE_NOCOLOR="1",
-               # as many forks as hosts: the entries of a shared run go through each task together
-               ANSIBLE_FORKS=str(max(5, len(entries))))
+    hosts, outs, sims, extra = {}, {}, {}, {}
     for entry in entries:
         hdir = tmp_path / entry["id"]
-        sysfs, disk, bindir = _sim_host(hdir, first["profile"])
-        sims[entry["id"]] = (sysfs, disk)
+        python = localhost.create(profile.load(first["profile"]), hdir, 1, sys.executable)
+        sims[entry["id"]] = (hdir / "sys", hdir / "disk")
         out = hdir / "out"
         out.mkdir()
-        own = {"rdma_sysfs_root": str(sysfs), "nccl_conf_path": str(out / "nccl.conf"),
+        own = {"rdma_sysfs_root": str(hdir / "sys"), "nccl_conf_path": str(out / "nccl.conf"),
                "verify_report_dir": str(out / "fabric-report")}
+        local = {"ansible_connection": "local", "ansible_python_interpreter": str(python), "ansible_become": False}
         if len(entries) == 1:
-            # `hosts` (optional): inventory hosts of the group with their own variables, all on this one simulated host
+            # `hosts` (optional): inventory hosts of the group with their own variables, all on this one simulated
+            # host; the entry's variables as extra vars
             for name, hvars in (entry.get("hosts") or {"bad-input-host": {}}).items():
                 hosts[name] = dict(local, **(hvars or {}))
             extra = dict(own, **entry["extra_vars"])
             outs[entry["id"]] = (None, out)
-            env.update(SIMHOST_SYSFS_ROOT=str(sysfs), SIMHOST_PERSIST_DIR=str(disk),
-                       PATH="%s:%s" % (bindir, os.environ.get("PATH", "")))
         else:
-            hosts[entry["id"]] = dict(local, **own, **entry["extra_vars"],
-                                      ansible_python_interpreter=str(_interpreter(hdir, sysfs, disk, bindir)))
-            extra = {}
+            hosts[entry["id"]] = dict(local, **own, **entry["extra_vars"])
             outs[entry["id"]] = (entry["id"], out)
     inventory = {"all": {"children": {first["group"]: {"hosts": hosts}}}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory), encoding="utf-8")
@@ -131,6 +99,10 @@ def _run(entries, tmp_path):
             "-i", str(tmp_path / "hosts.yml"), "-e", json.dumps(extra), "--skip-tags", SKIP_TAGS]
     if first.get("netns"):
         argv = UNSHARE + ["sh", "-ec", " && ".join(NETNS_SETUP) + ' && exec "$@"', "sh"] + argv
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"),
+               ANSIBLE_HOME=str(REPO_ROOT / ".ansible"), ANSIBLE_NOCOLOR="1",
+               # as many forks as hosts: the entries of a shared run go through each task together
+               ANSIBLE_FORKS=str(max(5, len(entries))))
     before = {key: _snapshot(sysfs) + _snapshot(disk) for key, (sysfs, disk) in sims.items()}
     run = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False, timeout=600)
     after = {key: _snapshot(sysfs) + _snapshot(disk) for key, (sysfs, disk) in sims.items()}

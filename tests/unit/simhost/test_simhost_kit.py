@@ -421,3 +421,20 @@ def test_kit_files_are_laid_out_once_and_removed_where_asked(tmp_path, monkeypat
     assert kitfiles.apply(spec)["written"] == [str(dest / "sub" / "key")]
     monkeypatch.setattr("sys.stdin", __import__("io").StringIO('{"copy": {}}'))
     assert kitfiles.main([]) == 2 and "allowed: write, link, absent" in capsys.readouterr().err
+
+
+def test_a_local_simulated_host_runs_modules_with_its_own_tree_nv_state_and_firmware_tool(tmp_path):
+    from simhost import localhost, profile  # pylint: disable=import-outside-toplevel
+    pythons = [localhost.create(profile.load("cx7_roce_400g_2x"), tmp_path / name, 1, sys.executable)
+               for name in ("a", "b")]
+    probe = ("import os, shutil; print(os.environ['SIMHOST_SYSFS_ROOT'], os.environ['SIMHOST_PERSIST_DIR'],"
+             " shutil.which('mstconfig'))")
+    for name, python in zip(("a", "b"), pythons):
+        out = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+        assert out == [str(tmp_path / name / "sys"), str(tmp_path / name / "disk"), str(tmp_path / name / "bin" / "mstconfig")]
+        assert (tmp_path / name / "sys" / "class" / "infiniband" / "mlx5_0").is_dir()
+    # the firmware tool on the interpreter's PATH answers for that host's card; the build left the caller's env alone
+    query = "import subprocess; subprocess.run(['mstconfig', '-d', '0000:0c:00.0', 'q'], check=True)"
+    shown = subprocess.run([str(pythons[0]), "-c", query], capture_output=True, text=True, check=True).stdout
+    assert "0000:0c:00.0" in shown and "ROCE_CC_PRIO_MASK_P1" in shown
+    assert os.environ.get("SIMHOST_PERSIST_DIR") not in (str(tmp_path / "a" / "disk"), str(tmp_path / "b" / "disk"))
