@@ -16,9 +16,12 @@ def test_every_scenario_holds_its_containers(held):
 
 
 def test_scenarios_on_the_same_rail_subnets_never_run_together(held):
-    # the RoCE profiles fix 10.0.1.0/24 and 10.0.2.0/24; the IB profiles 10.10.0.0/24 and 10.10.1.0/24
+    # the RoCE profiles fix 10.0.1.0/24 and 10.0.2.0/24 unless the scenario moves them (simhost_rail_subnets:
+    # roce 10.0.11/12, verify 10.0.21/22); the IB profiles 10.10.0.0/24 and 10.10.1.0/24
     assert molecule_lanes.collides("verify", ["infiniband"], held) == "infiniband"
-    assert molecule_lanes.collides("roce", ["default", "firmware"], held) == "firmware"
+    assert molecule_lanes.collides("ofed", ["default", "firmware"], held) == "firmware"
+    assert "subnet:10.0.11.0/24" in held["roce"] and "subnet:10.0.21.0/24" in held["verify"]
+    assert molecule_lanes.collides("roce", ["default", "firmware", "verify"], held) is None
     assert molecule_lanes.collides("default", ["infiniband", "roce"], held) is None
 
 
