@@ -108,37 +108,49 @@ def _prios(name, value):
     return []
 
 
-def validate(desired, line_rate_mbps=None):
-    """Range and consistency errors of the desired settings (types come from the module's argument spec)."""
+def int_range_error(name, value, low, high):
+    """The message for a value that is not an integer ``low``-``high``, or None (one wording for module and role)."""
+    if _is_int(value) and low <= value <= high:
+        return None
+    return "%s must be an integer %d-%d; got %r" % (name, low, high, value)
+
+
+def validate(desired, line_rate_mbps=None, names=None):
+    """Range and consistency errors of the desired settings (types come from the module's argument spec).
+
+    ``names`` maps a setting to the name the user gave it (the roce role passes ``{"pfc": "roce_pfc_priorities",
+    ...}``), so that each message names the variable that was set."""
+    name = dict((key, key) for key in SETTINGS)
+    name.update(names or {})
     errors = []
     if desired.get("trust") is not None and desired["trust"] not in TRUST:
-        errors.append("trust must be one of: %s; got %r" % (", ".join(TRUST), desired["trust"]))
-    for name in ("pfc", "ecn"):
-        if desired.get(name) is not None:
-            errors += _prios(name, desired[name])
+        errors.append("%s must be one of: %s; got %r" % (name["trust"], ", ".join(TRUST), desired["trust"]))
+    for key in ("pfc", "ecn"):
+        if desired.get(key) is not None:
+            errors += _prios(name[key], desired[key])
     for dscp, prio in sorted((desired.get("dscp2prio") or {}).items(), key=lambda kv: str(kv[0])):
         if not (re.match(r"^[0-9]{1,2}$", str(dscp)) and int(dscp) <= 63) or not (_is_int(prio) and 0 <= prio <= 7):
-            errors.append("dscp2prio maps a DSCP 0-63 to a priority 0-7; got %r: %r" % (dscp, prio))
-    for name, low, high in (("cnp_dscp", 0, 63), ("cnp_priority", 0, 7), ("traffic_class", 0, 255), ("roce_tos", 0, 255)):
-        value = desired.get(name)
-        if value is not None and not (_is_int(value) and low <= value <= high):
-            errors.append("%s must be an integer %d-%d; got %r" % (name, low, high, value))
+            errors.append("%s maps a DSCP 0-63 to a priority 0-7; got %r: %r" % (name["dscp2prio"], dscp, prio))
+    for key, low, high in (("cnp_dscp", 0, 63), ("cnp_priority", 0, 7), ("traffic_class", 0, 255), ("roce_tos", 0, 255)):
+        if desired.get(key) is not None:
+            errors += [e for e in [int_range_error(name[key], desired[key], low, high)] if e]
     if desired.get("roce_mode") is not None and desired["roce_mode"] not in ROCE_MODES:
-        errors.append("roce_mode must be one of: %s; got %r" % (", ".join(sorted(ROCE_MODES)), desired["roce_mode"]))
+        errors.append("%s must be one of: %s; got %r" % (name["roce_mode"], ", ".join(sorted(ROCE_MODES)), desired["roce_mode"]))
     for param, value in sorted((desired.get("dcqcn") or {}).items()):
         if param not in DCQCN:
-            errors.append("dcqcn has no parameter %r; allowed: %s" % (param, ", ".join(sorted(DCQCN))))
+            errors.append("%s has no parameter %r; allowed: %s" % (name["dcqcn"], param, ", ".join(sorted(DCQCN))))
             continue
         _point, low, high, unit = DCQCN[param]
         high = line_rate_mbps if high is None else high
         if not _is_int(value) or value < low or (high is not None and value > high):
-            errors.append("dcqcn.%s must be an integer %d-%s (%s); got %r" % (param, low, high if high is not None else "line rate", unit, value))
+            errors.append("%s.%s must be an integer %d-%s (%s); got %r"
+                          % (name["dcqcn"], param, low, high if high is not None else "line rate", unit, value))
     if desired.get("cnp_priority") is not None and desired["cnp_priority"] in (desired.get("pfc") or []):
-        errors.append("cnp_priority %s is a PFC priority (pfc %s): CNPs must not be paused behind the traffic they slow down"
-                      % (desired["cnp_priority"], desired["pfc"]))
+        errors.append("%s %s is a PFC priority (%s %s): CNPs must not be paused behind the traffic they slow down"
+                      % (name["cnp_priority"], desired["cnp_priority"], name["pfc"], desired["pfc"]))
     if desired.get("pfc") and desired.get("global_pause"):
-        errors.append("global_pause must be false when pfc enables priorities %s: link-level pause and PFC exclude each other"
-                      % desired["pfc"])
+        errors.append("%s must be false when %s enables priorities %s: link-level pause and PFC exclude each other"
+                      % (name["global_pause"], name["pfc"], desired["pfc"]))
     return errors
 
 

@@ -3,7 +3,7 @@
 """Controller cost of site.yml as the cluster grows (a benchmark, not a test; see docs/scale.md).
 
 Usage: .venv/bin/python tests/bench/bench_site_scale.py [--sizes 4,16,32] [--forks N] [--strategy linear|free]
-                                                        [--fact-cache] [--pipelining on|off] [--keep]
+                                                        [--fact-cache] [--pipelining on|off] [--keep] [--tasks]
 
 For each size N it builds N simulated hosts in a temp dir and runs site.yml on them three times, with forks = N
 (unless --forks): a first run (the RoCE hosts' fresh cards get the ECN/CNP settings an inbox stack keeps in firmware,
@@ -96,6 +96,7 @@ class CallbackModule(CallbackBase):
         self.hosts = {}
         self.changed = []
         self.failed = []
+        self.tasks = {}
 
     def _record(self, result, kind):
         host, task = _attr(result, "host").get_name(), _attr(result, "task")
@@ -103,6 +104,9 @@ class CallbackModule(CallbackBase):
         h = self.hosts.setdefault(host, {"results": 0, "skipped": 0, "calls": 0, "on_host": 0, "changed": 0,
                                          "failed": 0})
         h["results"] += 1
+        t = self.tasks.setdefault(task.get_name(), {"action": task.action, "results": 0, "skipped": 0})
+        t["results"] += 1
+        t["skipped"] += kind == "skipped"
         if kind == "skipped":
             h["skipped"] += 1
             return
@@ -130,7 +134,7 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_stats(self, stats):
         me = resource.getrusage(resource.RUSAGE_SELF)
-        out = {"hosts": self.hosts, "changed": self.changed, "failed": self.failed,
+        out = {"hosts": self.hosts, "changed": self.changed, "failed": self.failed, "tasks": self.tasks,
                "main_cpu": me.ru_utime + me.ru_stime}
         with open(os.environ["BENCH_COUNTS_OUT"], "w", encoding="utf-8") as f:
             json.dump(out, f)
@@ -217,6 +221,13 @@ def row(size: int, label: str, d: dict) -> str:
         d["cpu"] / size, d["main_cpu"] / size, d["rss_mb"]))
 
 
+def print_tasks(d: dict, size: int) -> None:
+    """The run's tasks, most results per host first: results (of them skipped) per host, the action, the name."""
+    print("    %8s %8s  %-34s %s" % ("res/host", "skp/host", "action", "task"))
+    for name, t in sorted(d.get("tasks", {}).items(), key=lambda kv: (-kv[1]["results"], kv[0])):
+        print("    %8.2f %8.2f  %-34s %s" % (t["results"] / size, t["skipped"] / size, t["action"][-34:], name))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="4,16,32", help="comma-separated host counts (default 4,16,32)")
@@ -228,6 +239,8 @@ def main() -> int:
                         help="ANSIBLE_PIPELINING (default: ansible.cfg's; its [ssh_connection] setting does not "
                              "reach the local connection, so off)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (trees, inventory, logs)")
+    parser.add_argument("--tasks", action="store_true",
+                        help="after each size, list the no-op run's tasks by results per host (where the count goes)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     ifname = default_route_ifname()
@@ -284,6 +297,8 @@ def main() -> int:
                         size, label, d["rc"], len(d["hosts"]), size, "; ".join(d["failed"][:5]) or "-", d["log"]))
                 if label == "no-op":
                     noop_wall[size] = d["wall"] / size
+                    if args.tasks:
+                        print_tasks(d, size)
                     if d["changed"]:
                         failures.append("FAIL: %d hosts, no-op re-run reported changed=%d: %s" % (
                             size, len(d["changed"]), "; ".join(d["changed"][:5])))
