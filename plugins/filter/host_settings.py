@@ -12,6 +12,7 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.host_settings import (
     HostSettingsError,
     memlock_setting,
     peermem_failure,
+    profile,
 )
 
 
@@ -29,6 +30,12 @@ def rdma_host_memlock(value, name="rdma_host_memlock", on_error="raise"):
     return result
 
 
+def rdma_host_profile(inputs, gpu_driver_present):
+    """The role's ``rdma_host_*`` inputs + whether the GPU driver is loaded -> ``{memlock, modules, gdr, gpu_driver,
+    peermem_wanted, gdr_state, errors}``."""
+    return profile(inputs or {}, gpu_driver_present)
+
+
 def rdma_host_peermem_failure(stderr, dmesg="", release=None, rebuild=None):
     """Reason and fix of a failed ``modprobe nvidia_peermem``: ``{cause, reason, fix, evidence, msg}``."""
     return peermem_failure(stderr, dmesg, release, rebuild)
@@ -41,4 +48,5 @@ class FilterModule:
         return {
             "rdma_host_memlock": rdma_host_memlock,
             "rdma_host_peermem_failure": rdma_host_peermem_failure,
+            "rdma_host_profile": rdma_host_profile,
         }

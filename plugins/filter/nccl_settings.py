@@ -56,7 +56,7 @@ def _resolve_fabric(rdma, fabric):
 
 
 def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, hca_exact=True, extra=None,
-                  network_facts=None, on_error="raise"):
+                  network_facts=None, on_error="raise", conf_path=None):
     """Compute the contents of /etc/nccl.conf for one host.
 
     :arg rdma: the ``ansible_facts.rdma`` dictionary returned by ``hpcnet.rdma.rdma_facts``.
@@ -68,6 +68,7 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
     :arg extra: more ``NCCL_*`` settings: one-line strings, numbers, or booleans (written 1/0).
     :arg network_facts: the host's ``ansible_facts`` with the network subset; when given, ``socket_ifname`` must
         select an interface the host has and that is up, as NCCL matches it (prefix, ``=`` exact, ``^`` exclude).
+    :arg conf_path: where the role writes the file (``nccl_conf_path``); when given it must be an absolute path.
     :arg on_error: ``raise`` (the default) raises AnsibleFilterError; ``return`` returns the plan with the message in
         ``errors`` instead, so that a playbook can fail with that message alone.
     :returns: ``{fabric, ports: [{device, port, link_layer, rate_gbps, gid_index}], skipped: [{device, port, reason}],
@@ -80,6 +81,9 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
     if on_error not in ("raise", "return"):
         raise AnsibleFilterError("nccl_settings: on_error is %r; allowed values: raise, return" % (on_error,))
     try:
+        if conf_path is not None and not str(conf_path).startswith("/"):
+            raise AnsibleFilterError("nccl_conf_path must be an absolute path (NCCL reads /etc/nccl.conf, or the file "
+                                     "NCCL_CONF_FILE names); got %r" % (conf_path,))
         return _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_facts)
     except AnsibleFilterError as exc:
         if on_error == "raise":

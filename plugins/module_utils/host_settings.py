@@ -8,6 +8,7 @@
   suffix, or ``infinity``, ``man 5 systemd-system.conf`` / ``systemd.exec``).
 * :func:`module_name_problems`: kernel module names that modprobe and modules-load.d take safely (no path
   separators, no regular-expression metacharacters).
+* :func:`profile`: the rdma_host role's inputs as one host's settings, with every problem (its one validation path).
 * :func:`peermem_failure`: why ``modprobe nvidia_peermem`` failed and what fixes it, from modprobe's stderr and the
   kernel log.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
+import json
 import re
 
 UNLIMITED = "unlimited"
@@ -55,12 +57,47 @@ def memlock_setting(value, name="rdma_host_memlock"):
 def module_name_problems(names, name="rdma_host_modules"):
     """Return one message per entry of ``names`` that is not a kernel module name (empty when all are)."""
     if isinstance(names, str) or not isinstance(names, (list, tuple)):
-        return ["%s must be a list of kernel module names; got %r." % (name, names)]
+        return ["%s must be a list of kernel module names; got %s." % (name, json.dumps(names, default=str))]
     bad = [n for n in names if not isinstance(n, str) or not MODULE_NAME_RE.match(n)]
     if not bad:
         return []
     return ["%s takes kernel module names (letters, digits, '_' and '-', as in ib_uverbs); got %s."
-            % (name, ", ".join(repr(b) for b in bad))]
+            % (name, json.dumps(bad, default=str))]
+
+
+GDR_MODES = ("true", "false", "auto")
+
+
+def profile(inputs, gpu_driver_present):
+    """The rdma_host role's inputs as this host's settings, with every problem (the role's one validation path).
+
+    ``inputs``: ``rdma_host_memlock``, ``rdma_host_modules`` (a list, or "a,b" as Ansible converts it),
+    ``rdma_host_ipoib`` and ``rdma_host_gdr`` (true, false, auto); ``gpu_driver_present``: whether the NVIDIA GPU
+    driver's module is loaded. Returns ``{memlock, modules, gdr, gpu_driver, peermem_wanted, gdr_state, errors}``:
+    ``modules`` with ``ib_ipoib`` added for IPoIB, ``gdr_state`` until the gdr phase has run (``off``,
+    ``no_gpu_driver``: asked for without a driver, or ``not_checked``)."""
+    errors = []
+    try:
+        memlock = memlock_setting(inputs.get("rdma_host_memlock"), "rdma_host_memlock")
+    except HostSettingsError as exc:
+        memlock = {"value": None, "limits": None, "systemd": None, "kib": None}
+        errors.append(str(exc))
+    modules = inputs.get("rdma_host_modules", [])
+    modules = [m.strip() for m in modules.split(",") if m.strip()] if isinstance(modules, str) else modules
+    problems = module_name_problems(modules)
+    errors += problems
+    modules = [] if problems else list(modules)
+    if str(inputs.get("rdma_host_ipoib", False)).strip().lower() in ("true", "yes", "on", "1", "y", "t"):
+        modules.append("ib_ipoib")
+    modules = sorted(set(modules), key=modules.index)
+    gdr = str(inputs.get("rdma_host_gdr", "auto")).strip().lower()
+    if gdr not in GDR_MODES:
+        errors.append("rdma_host_gdr (rdma_gdr) must be true, false or auto; got %s." % (inputs.get("rdma_host_gdr"),))
+    present = bool(gpu_driver_present)
+    state = ("no_gpu_driver" if gdr == "true" and not present
+             else "not_checked" if gdr in ("true", "auto") and present else "off")
+    return {"memlock": memlock, "modules": modules, "gdr": gdr, "gpu_driver": "present" if present else "absent",
+            "peermem_wanted": gdr in ("true", "auto") and present, "gdr_state": state, "errors": errors}
 
 
 # Kernel log lines about the peer-memory client (nvidia_peermem, or nv_peer_mem before it) and their timestamps.

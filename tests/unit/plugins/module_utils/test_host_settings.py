@@ -77,7 +77,7 @@ def test_module_names_refuse_paths_spaces_and_regex_characters(names):
 
 
 def test_module_names_must_be_a_list():
-    assert module_name_problems("ib_umad") == ["rdma_host_modules must be a list of kernel module names; got 'ib_umad'."]
+    assert module_name_problems("ib_umad") == ['rdma_host_modules must be a list of kernel module names; got "ib_umad".']
 
 
 # -- kernel modules: loaded = <sysfs>/module/<name>, one modules-load.d file ------------------------------------------

@@ -1,0 +1,27 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the shipped playbooks' own inputs: the collection-wide rdma_* variables, the rolling reboot's."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils import play_inputs
+
+__metaclass__ = type
+
+
+def rdma_input_errors(inputs):
+    """The collection-wide ``rdma_*`` variables given -> one message per problem."""
+    return play_inputs.collection_errors(inputs or {})
+
+
+def rolling_reboot_input_errors(inputs):
+    """The ``rolling_reboot_*`` variables given -> one message per problem."""
+    return play_inputs.rolling_reboot_errors(inputs or {})
+
+
+class FilterModule:
+    """hpcnet.rdma filters of the playbooks' inputs."""
+
+    def filters(self):
+        return {"rdma_input_errors": rdma_input_errors, "rolling_reboot_input_errors": rolling_reboot_input_errors}

@@ -1,0 +1,59 @@
+"""The shipped playbooks' own input rules (plugins/module_utils/play_inputs.py): the collection-wide rdma_* variables
+and the rolling reboot's; each message names the variable the user set."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils import play_inputs
+
+
+def test_nothing_given_is_fine():
+    assert play_inputs.collection_errors({}) == []
+    assert play_inputs.rolling_reboot_errors({}) == []
+    assert play_inputs.collection_errors({"rdma_require_devices": None, "rdma_gdr": None}) == []
+
+
+@pytest.mark.parametrize("name, value", [("rdma_require_devices", "no"), ("rdma_require_devices", False),
+                                         ("rdma_allow_reboot", "Yes"), ("rdma_allow_reboot", 1), ("rdma_gdr", "auto"),
+                                         ("rdma_gdr", True), ("rdma_sysfs_root", "/tmp/sys")])
+def test_good_collection_values(name, value):
+    assert play_inputs.collection_errors({name: value}) == []
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("rdma_require_devices", "perhaps", 'rdma_require_devices must be true or false (true fails a host without an RDMA device; '
+                                        'false configures it for NCCL over sockets); got "perhaps".'),
+    ("rdma_allow_reboot", "maybe", 'rdma_allow_reboot must be true or false (consent to reboot hosts whose firmware changes '
+                                   'are pending); got "maybe".'),
+    ("rdma_allow_reboot", 2, "rdma_allow_reboot must be true or false"),
+    ("rdma_gdr", "yes", 'rdma_gdr must be true, false or auto'),
+    ("rdma_sysfs_root", "sys", 'rdma_sysfs_root must be an absolute path (/sys on a real host); got "sys".'),
+])
+def test_each_bad_collection_value_names_its_variable(name, value, message):
+    errors = play_inputs.collection_errors({name: value})
+    assert len(errors) == 1 and errors[0].startswith(message)
+
+
+@pytest.mark.parametrize("inputs, message", [
+    ({"rolling_reboot_batches": 0}, 'rolling_reboot_batches takes host counts (1 or more) and shares ("1%" to "100%")'),
+    ({"rolling_reboot_batches": ""}, 'a canary then 10% at a time); got "".'),
+    ({"rolling_reboot_batches": []}, "got []."),
+    ({"rolling_reboot_batches": [1, "101%"]}, 'got [1, "101%"].'),
+    ({"rolling_reboot_max_fail_percentage": -5}, "rolling_reboot_max_fail_percentage must be an integer 0-100 (0: any failure stops the rollout); got -5."),
+    ({"rolling_reboot_timeout": "soon"}, 'rolling_reboot_timeout must be a number of seconds, 1 or more; got "soon".'),
+    ({"rolling_reboot_port_timeout": 0}, "rolling_reboot_port_timeout must be a number of seconds, 1 or more; got 0."),
+    ({"rolling_reboot_pre_tasks": "docs/examples/slurm_drain.yml"}, 'not absolute or not found: ["docs/examples/slurm_drain.yml"].'),
+    ({"rolling_reboot_post_tasks": ["/nonexistent/x.yml", 3]}, 'not found: [3, "/nonexistent/x.yml"].'),
+])
+def test_each_bad_rolling_reboot_value_names_its_variable(inputs, message):
+    errors = play_inputs.rolling_reboot_errors(inputs)
+    assert len(errors) == 1 and message in errors[0], errors
+
+
+def test_good_rolling_reboot_values(tmp_path):
+    hook = tmp_path / "drain.yml"
+    hook.write_text("---\n[]\n")
+    assert play_inputs.rolling_reboot_errors({"rolling_reboot_batches": [1, "10%", 5, "100%"], "rolling_reboot_timeout": "600",
+                                              "rolling_reboot_max_fail_percentage": "100", "rolling_reboot_pre_tasks": [str(hook)],
+                                              "rolling_reboot_post_tasks": str(hook)}) == []
