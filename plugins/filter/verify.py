@@ -12,6 +12,11 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hpcnet.rdma.plugins.module_utils import verify_nccl, verify_plan, verify_report as report_mod
 
 
+def verify_input_errors(inputs, hosts):
+    """The verify role's ``verify_*`` inputs + the play's hosts -> one message per problem."""
+    return verify_plan.input_errors(inputs or {}, hosts or [])
+
+
 def verify_host_plan(rdma, group, hcas=None, gdr_mode="auto", gpu_driver=False):
     """``ansible_facts.rdma`` + group -> ``{group, link_layer, rails, hcas, gdr_expected}``."""
     try:
@@ -69,4 +74,4 @@ class FilterModule:
         return {"verify_host_plan": verify_host_plan, "nccl_conf_settings": nccl_conf_settings,
                 "nccl_conf_findings": nccl_conf_findings, "verify_launcher_argv": verify_launcher_argv,
                 "nccl_test_verdicts": nccl_test_verdicts, "verify_report": verify_report,
-                "verify_finding_line": verify_finding_line}
+                "verify_finding_line": verify_finding_line, "verify_input_errors": verify_input_errors}

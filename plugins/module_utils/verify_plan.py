@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the verify playbook expects of one host, from its RDMA facts and its group, and its NCCL configuration.
 
+- ``input_errors``: the verify role's inputs that the argument spec cannot check (ranges, the perftest pairs), one
+  message per problem, each naming the variable (the role's one validation path).
 - ``host_plan``: the group's link layer, the HCAs the group expects in rail order (rail i = the i-th HCA in natural
   order: mlx5_2 before mlx5_10), the port, GID index (RoCE v2 IPv4 entry) and ToS of each rail, and whether
   GPUDirect RDMA is expected.
@@ -17,8 +19,54 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.perftest_rounds import pair_errors
+
 GROUP_LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
 GDR_MODES = ("true", "false", "auto")
+
+
+def _number(value, kind):
+    """``value`` as ``kind`` (int or float), as Jinja's int / float filters read it; None when it is no number."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        try:
+            return kind(float(value))
+        except (TypeError, ValueError):
+            return None
+
+
+def input_errors(inputs, hosts):
+    """Problems with the verify role's ``verify_*`` inputs beyond their types (ranges, pairs), for the run's
+    ``hosts`` (the play's, in inventory order)."""
+    get = inputs.get
+    errors = []
+    pct = _number(get("verify_min_bw_pct"), float)
+    if pct is None or not 0 < pct <= 100:
+        errors.append("verify_min_bw_pct must be a percentage of line rate, more than 0 and at most 100; got %s."
+                      % (get("verify_min_bw_pct"),))
+    port = _number(get("verify_perftest_port"), int)
+    if port is None or not 1024 <= port <= 65535:
+        errors.append("verify_perftest_port must be a TCP port 1024-65535 (perftest takes -p); got %s." % (get("verify_perftest_port"),))
+    timeouts = [_number(get(name), int) for name in ("verify_perftest_timeout", "verify_nccl_timeout")]
+    if any(t is None or t <= 0 for t in timeouts):
+        errors.append("verify_perftest_timeout and verify_nccl_timeout must be seconds, more than 0; got %s and %s."
+                      % (get("verify_perftest_timeout"), get("verify_nccl_timeout")))
+    size, iterations = _number(get("verify_perftest_size"), int), _number(get("verify_perftest_iterations"), int)
+    if size is None or size <= 0 or iterations is None or iterations < 5:
+        errors.append("verify_perftest_size must be more than 0 bytes and verify_perftest_iterations at least 5 "
+                      "(perftest's minimum); got %s and %s." % (get("verify_perftest_size"), get("verify_perftest_iterations")))
+    ranks = _number(get("verify_nccl_ranks_per_host"), int)
+    if ranks is None or ranks < 1:
+        errors.append("verify_nccl_ranks_per_host must be at least 1; got %s." % (get("verify_nccl_ranks_per_host"),))
+    busbw = get("verify_min_busbw_gbps")
+    if busbw is not None and not (_number(busbw, float) or 0) > 0:
+        errors.append("verify_min_busbw_gbps must be more than 0 GB/s, or unset; got %s." % (busbw,))
+    if get("verify_perftest_pattern") == "pairs":
+        errors += pair_errors(list(hosts), get("verify_perftest_pairs"))
+    return errors
 
 
 def natural_key(name):

@@ -91,7 +91,7 @@ def _run(entries, tmp_path):
             extra = dict(own, **entry["extra_vars"])
             outs[entry["id"]] = (None, out)
         else:
-            hosts[entry["id"]] = dict(local, **own, **entry["extra_vars"])
+            hosts[entry["id"]] = dict(local, **dict(own, **entry["extra_vars"]))
             outs[entry["id"]] = (entry["id"], out)
     inventory = {"all": {"children": {first["group"]: {"hosts": hosts}}}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory), encoding="utf-8")

@@ -86,3 +86,30 @@ def test_gid_index_that_is_not_the_roce_v2_ipv4_entry_is_a_finding():
     assert verify_plan.nccl_conf_findings("roce-node01", {"NCCL_IB_GID_INDEX": "3"}, facts) == []
     empty = verify_plan.nccl_conf_findings("roce-node01", {"NCCL_IB_GID_INDEX": "9"}, facts)
     assert empty[0]["found"] == "GID index 9: an empty entry"
+
+
+# -- input_errors: the verify role's one validation path ------------------------------------------------------------
+VERIFY_DEFAULTS = {"verify_min_bw_pct": 90, "verify_perftest_port": 18515, "verify_perftest_timeout": 60,
+                   "verify_nccl_timeout": 600, "verify_perftest_size": 1048576, "verify_perftest_iterations": 5000,
+                   "verify_nccl_ranks_per_host": 1, "verify_min_busbw_gbps": None, "verify_perftest_pattern": "ring",
+                   "verify_perftest_pairs": []}
+
+
+def test_verify_defaults_are_fine():
+    assert verify_plan.input_errors(VERIFY_DEFAULTS, ["a", "b"]) == []
+    assert verify_plan.input_errors(dict(VERIFY_DEFAULTS, verify_min_bw_pct="100", verify_min_busbw_gbps="12.5"), ["a"]) == []
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"verify_min_bw_pct": 150}, "verify_min_bw_pct must be a percentage of line rate, more than 0 and at most 100; got 150."),
+    ({"verify_min_bw_pct": "lots"}, "verify_min_bw_pct must be a percentage of line rate"),
+    ({"verify_perftest_port": 80}, "verify_perftest_port must be a TCP port 1024-65535 (perftest takes -p); got 80."),
+    ({"verify_nccl_timeout": 0}, "verify_perftest_timeout and verify_nccl_timeout must be seconds, more than 0; got 60 and 0."),
+    ({"verify_perftest_iterations": 4}, "verify_perftest_iterations at least 5 (perftest's minimum); got 1048576 and 4."),
+    ({"verify_nccl_ranks_per_host": 0}, "verify_nccl_ranks_per_host must be at least 1; got 0."),
+    ({"verify_min_busbw_gbps": 0}, "verify_min_busbw_gbps must be more than 0 GB/s, or unset; got 0."),
+    ({"verify_perftest_pattern": "pairs", "verify_perftest_pairs": [["a", "zz"]]}, "zz"),
+])
+def test_verify_bad_inputs_name_their_variable(changes, message):
+    errors = verify_plan.input_errors(dict(VERIFY_DEFAULTS, **changes), ["a", "b"])
+    assert len(errors) == 1 and message in errors[0], errors
