@@ -44,15 +44,7 @@ def infiniband_link_type_mlxconfig(rdma, ports):
 def nccl_ib_pkey(rdma, partitions, name, ports=None):
     """The NCCL_IB_PKEY value (a P_Key table index) of partition ``name`` on the ports NCCL uses (``[{device,
     port}]``, default every InfiniBand port): ``{index, pkey, error}``."""
-    pkey = infiniband.partition_pkey(partitions, name)
-    if pkey is None:
-        names = ["Default"] + [p.get("name") for p in (partitions or []) if isinstance(p, dict) and p.get("name")]
-        return {"index": None, "pkey": None, "error": "nccl_ib_partition %r is not a partition of infiniband_partitions;"
-                " allowed: %s" % (name, ", ".join(names))}
-    want = set("%s:%s" % (p["device"], p["port"]) for p in (ports or []))
-    facts = [p for p in infiniband.ib_ports(rdma) if not want or "%s:%s" % (p["device"], p["port"]) in want]
-    index, error = infiniband.nccl_pkey_index(facts, pkey)
-    return {"index": index, "pkey": "0x%04x" % pkey, "error": error}
+    return infiniband.nccl_pkey(rdma, partitions, name, ports)
 
 
 def infiniband_sminfo(text):

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 __metaclass__ = type
 
+import json
 import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils import infiniband
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_socket import IFNAME_LIST_RE, socket_ifname_problem
 from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import natural_key
 
@@ -56,7 +58,8 @@ def _resolve_fabric(rdma, fabric):
 
 
 def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, hca_exact=True, extra=None,
-                  network_facts=None, on_error="raise", conf_path=None):
+                  network_facts=None, on_error="raise", conf_path=None, partition="", partitions=None,
+                  check_pkey_ports=True, require_ports=False):
     """Compute the contents of /etc/nccl.conf for one host.
 
     :arg rdma: the ``ansible_facts.rdma`` dictionary returned by ``hpcnet.rdma.rdma_facts``.
@@ -69,6 +72,10 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
     :arg network_facts: the host's ``ansible_facts`` with the network subset; when given, ``socket_ifname`` must
         select an interface the host has and that is up, as NCCL matches it (prefix, ``=`` exact, ``^`` exclude).
     :arg conf_path: where the role writes the file (``nccl_conf_path``); when given it must be an absolute path.
+    :arg partition: ``nccl_ib_partition``: the name of the partition of ``partitions`` (``infiniband_partitions``)
+        whose P_Key table index the ports NCCL uses give ``NCCL_IB_PKEY``. An unknown name is an error; a P_Key
+        missing from a port's table is one only with ``check_pkey_ports`` (the SM puts it there when it sweeps).
+    :arg require_ports: make "no port qualifies for NCCL_IB_HCA" an error (``nccl_require_ib_hca``).
     :arg on_error: ``raise`` (the default) raises AnsibleFilterError; ``return`` returns the plan with the message in
         ``errors`` instead, so that a playbook can fail with that message alone.
     :returns: ``{fabric, ports: [{device, port, link_layer, rate_gbps, gid_index}], skipped: [{device, port, reason}],
@@ -84,11 +91,29 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
         if conf_path is not None and not str(conf_path).startswith("/"):
             raise AnsibleFilterError("nccl_conf_path must be an absolute path (NCCL reads /etc/nccl.conf, or the file "
                                      "NCCL_CONF_FILE names); got %r" % (conf_path,))
-        return _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_facts)
+        plan = _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_facts)
+        _add_pkey(plan, rdma, partition, partitions, check_pkey_ports)
+        if require_ports and not plan["ports"]:
+            raise AnsibleFilterError(
+                "No port qualifies for NCCL_IB_HCA, so NCCL would fall back to TCP sockets. Ports seen: %s. Fix the fabric, "
+                "or set nccl_require_ib_hca=false to write a sockets-only configuration."
+                % ("; ".join(json.dumps(s) for s in plan["skipped"]) or "none"))
+        return plan
     except AnsibleFilterError as exc:
         if on_error == "raise":
             raise
         return {"fabric": None, "ports": [], "skipped": [], "settings": {}, "errors": [exc.message]}
+
+
+def _add_pkey(plan, rdma, partition, partitions, check_ports):
+    """NCCL_IB_PKEY: the P_Key table index of ``partition`` on the plan's ports."""
+    if not partition:
+        return
+    found = infiniband.nccl_pkey(rdma, partitions, partition, plan["ports"])
+    if found["error"] and (found["pkey"] is None or check_ports):
+        raise AnsibleFilterError(found["error"])
+    if found["index"] is not None:
+        plan["settings"]["NCCL_IB_PKEY"] = found["index"]
 
 
 def _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_facts):

@@ -375,6 +375,21 @@ _SMINFO_RE = re.compile(r"^sminfo: sm lid (\d+) sm guid (0x[0-9a-fA-F]+), activi
                         r"state (\d+) (SMINFO_[A-Z_]+)\s*$")
 
 
+
+def nccl_pkey(rdma, partitions, name, ports=None):
+    """The NCCL_IB_PKEY value (a P_Key table index) of partition ``name`` on the ports NCCL uses (``[{device,
+    port}]``, default every InfiniBand port): ``{index, pkey, error}``; ``pkey`` is None for a name that is not a
+    partition of ``partitions``."""
+    pkey = partition_pkey(partitions, name)
+    if pkey is None:
+        names = ["Default"] + [p.get("name") for p in (partitions or []) if isinstance(p, dict) and p.get("name")]
+        return {"index": None, "pkey": None, "error": "nccl_ib_partition %r is not a partition of infiniband_partitions;"
+                " allowed: %s" % (name, ", ".join(names))}
+    want = set("%s:%s" % (p["device"], p["port"]) for p in (ports or []))
+    facts = [p for p in ib_ports(rdma) if not want or "%s:%s" % (p["device"], p["port"]) in want]
+    index, error = nccl_pkey_index(facts, pkey)
+    return {"index": index, "pkey": "0x%04x" % pkey, "error": error}
+
 def parse_sminfo(text):
     """``sminfo`` output (infiniband-diags) -> ``{lid, guid, activity_count, priority, state, state_name}``
     (``state_name`` MASTER, STANDBY, DISCOVERING, NOTACTIVE), or ``{error}`` with the tool's message when the query

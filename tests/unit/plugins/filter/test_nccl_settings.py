@@ -182,3 +182,45 @@ def test_on_error_return_gives_the_message_instead_of_raising():
 def test_on_error_must_be_raise_or_return():
     with pytest.raises(AnsibleFilterError, match=r"on_error is 'ignore'; allowed values: raise, return"):
         nccl_settings(IB_12, "infiniband", "eth0", on_error="ignore")
+
+
+# -- the role's one validation path: conf path, partition, required ports ---------------------------------------------
+def _ib_rdma(pkeys):
+    return {"devices": {"mlx5_0": {"ports": {"1": {"link_layer": "InfiniBand", "state": "ACTIVE", "rate_gbps": 400,
+                                                   "pkey_indexes": pkeys}}}}}
+
+
+def test_a_relative_conf_path_is_refused_by_name():
+    plan = nccl_settings(_ib_rdma({"0xffff": 0}), socket_ifname="eth0", conf_path="relative/nccl.conf", on_error="return")
+    assert plan["errors"] == ["nccl_conf_path must be an absolute path (NCCL reads /etc/nccl.conf, or the file "
+                              "NCCL_CONF_FILE names); got 'relative/nccl.conf'"]
+
+
+def test_the_partition_gives_nccl_ib_pkey_its_table_index():
+    parts = [{"name": "gpu", "pkey": "0x8001"}]
+    plan = nccl_settings(_ib_rdma({"0xffff": 0, "0x8001": 1}), socket_ifname="eth0", partition="gpu", partitions=parts)
+    assert plan["settings"]["NCCL_IB_PKEY"] == 1 and list(plan["settings"])[-1] == "NCCL_IB_PKEY"
+
+
+def test_an_unknown_partition_is_an_error_even_before_the_sm_swept():
+    plan = nccl_settings(_ib_rdma({"0xffff": 0}), socket_ifname="eth0", partition="gpu", partitions=[],
+                         check_pkey_ports=False, on_error="return")
+    assert plan["errors"] == ["nccl_ib_partition 'gpu' is not a partition of infiniband_partitions; allowed: Default"]
+
+
+def test_a_pkey_missing_from_the_table_is_an_error_only_once_the_sm_swept():
+    parts = [{"name": "gpu", "pkey": "0x8001"}]
+    before = nccl_settings(_ib_rdma({"0xffff": 0}), socket_ifname="eth0", partition="gpu", partitions=parts,
+                           check_pkey_ports=False, on_error="return")
+    assert before["errors"] == [] and "NCCL_IB_PKEY" not in before["settings"]
+    after = nccl_settings(_ib_rdma({"0xffff": 0}), socket_ifname="eth0", partition="gpu", partitions=parts, on_error="return")
+    assert after["errors"][0].startswith("P_Key 0x8001 is not in the P_Key table of mlx5_0:1")
+
+
+def test_no_qualifying_port_is_an_error_only_when_required():
+    down = {"devices": {"mlx5_0": {"ports": {"1": {"link_layer": "InfiniBand", "state": "DOWN"}}}}}
+    assert nccl_settings(down, socket_ifname="eth0", on_error="return")["errors"] == []
+    errors = nccl_settings(down, socket_ifname="eth0", require_ports=True, on_error="return")["errors"]
+    assert errors == ['No port qualifies for NCCL_IB_HCA, so NCCL would fall back to TCP sockets. Ports seen: '
+                      '{"device": "mlx5_0", "port": 1, "reason": "link layer InfiniBand"}. Fix the fabric, or set '
+                      'nccl_require_ib_hca=false to write a sockets-only configuration.']
