@@ -371,11 +371,6 @@ def nccl_pkey_index(ports, pkey):
     return (indexes[0] if indexes else None), None
 
 
-_SMINFO_RE = re.compile(r"^sminfo: sm lid (\d+) sm guid (0x[0-9a-fA-F]+), activity count (\d+) priority (\d+) "
-                        r"state (\d+) (SMINFO_[A-Z_]+)\s*$")
-
-
-
 def nccl_pkey(rdma, partitions, name, ports=None):
     """The NCCL_IB_PKEY value (a P_Key table index) of partition ``name`` on the ports NCCL uses (``[{device,
     port}]``, default every InfiniBand port): ``{index, pkey, error}``; ``pkey`` is None for a name that is not a
@@ -389,6 +384,11 @@ def nccl_pkey(rdma, partitions, name, ports=None):
     facts = [p for p in ib_ports(rdma) if not want or "%s:%s" % (p["device"], p["port"]) in want]
     index, error = nccl_pkey_index(facts, pkey)
     return {"index": index, "pkey": "0x%04x" % pkey, "error": error}
+
+
+_SMINFO_RE = re.compile(r"^sminfo: sm lid (\d+) sm guid (0x[0-9a-fA-F]+), activity count (\d+) priority (\d+) "
+                        r"state (\d+) (SMINFO_[A-Z_]+)\s*$")
+
 
 def parse_sminfo(text):
     """``sminfo`` output (infiniband-diags) -> ``{lid, guid, activity_count, priority, state, state_name}``

@@ -63,8 +63,8 @@ def collection_errors(inputs):
     if "rdma_gdr" in inputs and str(inputs["rdma_gdr"]).strip().lower() not in GDR:
         errors.append("rdma_gdr must be true, false or auto (GPUDirect RDMA: load nvidia_peermem; auto where the NVIDIA "
                       "GPU driver is); got %s." % _json(inputs["rdma_gdr"]))
-    if "rdma_sysfs_root" in inputs and not (isinstance(inputs["rdma_sysfs_root"], str)
-                                           and inputs["rdma_sysfs_root"].startswith("/")):
+    root = inputs.get("rdma_sysfs_root", "/")
+    if not (isinstance(root, str) and root.startswith("/")):
         errors.append("rdma_sysfs_root must be an absolute path (/sys on a real host); got %s." % _json(inputs["rdma_sysfs_root"]))
     return errors
 

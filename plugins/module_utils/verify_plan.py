@@ -62,7 +62,7 @@ def input_errors(inputs, hosts):
     if ranks is None or ranks < 1:
         errors.append("verify_nccl_ranks_per_host must be at least 1; got %s." % (get("verify_nccl_ranks_per_host"),))
     busbw = get("verify_min_busbw_gbps")
-    if busbw is not None and not (_number(busbw, float) or 0) > 0:
+    if busbw is not None and (_number(busbw, float) or 0) <= 0:
         errors.append("verify_min_busbw_gbps must be more than 0 GB/s, or unset; got %s." % (busbw,))
     if get("verify_perftest_pattern") == "pairs":
         errors += pair_errors(list(hosts), get("verify_perftest_pairs"))
