@@ -26,6 +26,7 @@ import os
 import re
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils import rdma_stack
+from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import natural_key
 
 VENDOR_PROVIDERS = ("doca", "mlnx_ofed")
 DKMS_MODULE = "mlnx-ofed-kernel"
@@ -33,11 +34,6 @@ DKMS_MODULE = "mlnx-ofed-kernel"
 _DKMS3 = re.compile(r"^(?P<module>[^/,\s]+)/(?P<version>[^,\s]+), (?P<kernel>[^,\s]+), (?P<arch>[^:\s]+): (?P<state>\w+)")
 _DKMS2 = re.compile(r"^(?P<module>[^/,\s]+), (?P<version>[^,\s]+), (?P<kernel>[^,\s]+), (?P<arch>[^:\s]+): (?P<state>\w+)")
 _DKMS_ADDED = re.compile(r"^(?P<module>[^/,\s]+)[/,] ?(?P<version>[^,:\s]+): (?P<state>added)")
-
-
-def natural_key(release):
-    """Sort key for kernel releases: 6.1.0-18-amd64 < 6.1.0-9-amd64 is wrong lexically, right here."""
-    return [(0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.findall(r"\d+|[^\d]+", release or "")]
 
 
 def parse_dkms_status(text):

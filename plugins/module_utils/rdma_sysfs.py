@@ -109,8 +109,9 @@ def numbered_attrs(directory):
 
 
 def natural_key(name):
-    """Sort key putting mlx5_2 before mlx5_10 and port "2" before "10"."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+    """Sort key putting mlx5_2 before mlx5_10, port "2" before "10", node2 before node10 and kernel 6.1.0-9 before
+    6.1.0-18 (the one natural order of the collection). Numbers sort before text at the same place."""
+    return [(0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.findall(r"\d+|\D+", "" if name is None else str(name))]
 
 
 # ---------------------------------------------------------------------------------------------------------------

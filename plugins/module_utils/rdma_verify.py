@@ -24,6 +24,8 @@ __metaclass__ = type
 import re
 from collections import Counter
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import natural_key
+
 GROUP_LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
 WIDTHS = ("1X", "2X", "4X", "8X", "12X")
 # Every host needs these loaded for RDMA (user-space verbs and RDMA-CM included).
@@ -69,10 +71,6 @@ SKIP = Outcome(skipped=True)
 
 
 # ----------------------------------------------------------------------------------------------- input checks
-def natural_key(name):
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(name))]
-
-
 def _is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

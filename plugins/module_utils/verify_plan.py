@@ -20,6 +20,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.perftest_rounds import pair_errors
+from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import natural_key
 
 GROUP_LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
 GDR_MODES = ("true", "false", "auto")
@@ -67,10 +68,6 @@ def input_errors(inputs, hosts):
     if get("verify_perftest_pattern") == "pairs":
         errors += pair_errors(list(hosts), get("verify_perftest_pairs"))
     return errors
-
-
-def natural_key(name):
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def _first_port(device):
