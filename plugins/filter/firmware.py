@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils import firmware_select
+from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import card_port
 from ansible_collections.hpcnet.rdma.plugins.module_utils.roce_qos import firmware_params
 
 __metaclass__ = type
@@ -47,8 +48,7 @@ def roce_firmware_mlxconfig(rdma, netdevs, ecn=None, cnp_dscp=None, cnp_priority
         if not device or info.get("ecn") is not None:
             continue
         pci = (devices.get(device) or {}).get("pci_address") or ""
-        card_port = int(pci.rsplit(".", 1)[1]) + 1 if pci[-2:-1] == "." else (info.get("rdma_port") or 1)
-        params = firmware_params(card_port, want)
+        params = firmware_params(card_port(pci, info.get("rdma_port") or 1), want)
         if params:
             out.append({"devices": [device], "params": params})
     return out

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils import infiniband
+from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import card_port
 
 __metaclass__ = type
 
@@ -32,12 +33,12 @@ def infiniband_link_type_mlxconfig(rdma, ports):
     out = []
     for port in ports or []:
         dev = ((rdma or {}).get("devices") or {}).get(port.get("device")) or {}
-        pci = dev.get("pci_address") or ""
-        if "." not in pci:
+        port_number = card_port(dev.get("pci_address"))
+        if port_number is None:
             raise AnsibleFilterError("infiniband_link_type_mlxconfig: %s has no PCI address in the RDMA facts, so "
                                      "its card port cannot be named" % port.get("device"))
         out.append({"devices": [port["device"]],
-                    "params": {"LINK_TYPE_P%d" % (int(pci.rsplit(".", 1)[1], 16) + 1): "IB"}})
+                    "params": {"LINK_TYPE_P%d" % port_number: "IB"}})
     return out
 
 

@@ -350,11 +350,6 @@ def pci_address(device, sysfs_root):
                          "infiniband (present: %s)" % (device, sysfs_root, ", ".join(present) or "none"))
 
 
-def card_port(pci):
-    """The card port (the ``_P<n>`` suffix) a PCI function drives: function n-1 is port n."""
-    return int(pci.rsplit(".", 1)[1]) + 1
-
-
 class Device:
     """One ConnectX device as its configuration tool sees it. ``runner`` has ``which(name)`` and ``run(argv)`` ->
     (rc, stdout, stderr)."""

@@ -108,6 +108,13 @@ def numbered_attrs(directory):
             yield index, path, raw
 
 
+def card_port(pci, default=None):
+    """The card port (the n of a firmware ``_P<n>`` parameter such as ``LINK_TYPE_P2``) that a PCI function drives:
+    function n-1 drives port n (0000:0c:00.1 -> 2); ``default`` when ``pci`` has no function number."""
+    match = re.match(r"^.*\.([0-7])$", pci or "")
+    return int(match.group(1)) + 1 if match else default
+
+
 def natural_key(name):
     """Sort key putting mlx5_2 before mlx5_10, port "2" before "10", node2 before node10 and kernel 6.1.0-9 before
     6.1.0-18 (the one natural order of the collection). Numbers sort before text at the same place."""

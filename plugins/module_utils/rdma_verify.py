@@ -24,7 +24,7 @@ __metaclass__ = type
 import re
 from collections import Counter
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import natural_key
+from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import card_port, natural_key
 
 GROUP_LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
 WIDTHS = ("1X", "2X", "4X", "8X", "12X")
@@ -224,12 +224,6 @@ def _sort_key(value):
 
 def _width_lanes(width):
     return int(str(width).rstrip("X")) if width and str(width).rstrip("X").isdigit() else None
-
-
-def _card_port(pci_address):
-    """Card port number (the n of LINK_TYPE_P<n>) of a PCI function: function 0 -> 1, function 1 -> 2."""
-    m = re.search(r"\.(\d)$", pci_address or "")
-    return int(m.group(1)) + 1 if m else 1
 
 
 class PortRef:
@@ -458,7 +452,7 @@ def check_link_layer(fabric, host):
             continue
         wanted = "IB" if h["link_layer"] == "InfiniBand" else "ETH"
         other = "roce" if h["group"] == "infiniband" else "infiniband"
-        n = _card_port(ref.dev.get("pci_address"))
+        n = card_port(ref.dev.get("pci_address"), 1)
         out.append(finding(
             host, "error", "link_layer", ref.device, ref.port, h["link_layer"], found,
             "the port runs %s but the host is in the %s group: the card's LINK_TYPE is not %s, or the host is in "

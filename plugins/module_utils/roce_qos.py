@@ -33,7 +33,7 @@ import os
 import re
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils import qos_tools
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import SysfsError, gather_rdma_sysfs, read_attr
+from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import SysfsError, card_port, gather_rdma_sysfs, read_attr
 
 __metaclass__ = type
 
@@ -171,7 +171,7 @@ class Port:
         self.device, self.port = info["rdma_device"], info["rdma_port"] or 1
         # the firmware's _P<n> parameters count the card's ports: PCI function n-1 drives port n
         pci = facts["devices"][self.device].get("pci_address") or ""
-        self.card_port = int(pci.rsplit(".", 1)[1]) + 1 if re.match(r"^.*\.[0-7]$", pci) else self.port
+        self.card_port = card_port(pci, self.port)
         port = facts["devices"][self.device]["ports"].get(str(self.port)) or {}
         if port.get("link_layer") != "Ethernet":
             raise QosError("netdev %r belongs to %s port %s, whose link layer is %s, not Ethernet"

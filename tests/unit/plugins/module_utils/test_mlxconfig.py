@@ -8,6 +8,7 @@ import re
 import pytest
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils import mlxconfig as mc
+from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import card_port
 from fixtures_path import real_fixtures
 
 REAL = real_fixtures()
@@ -216,7 +217,13 @@ def test_check_values_against_show_confs():
 @pytest.mark.parametrize("device,pci", [("0000:0C:00.1", "0000:0c:00.1"), ("0c:00.0", "0000:0c:00.0")])
 def test_pci_address(device, pci, tmp_path):
     assert mc.pci_address(device, str(tmp_path)) == pci
-    assert mc.card_port(pci) == int(pci[-1]) + 1
+    assert card_port(pci) == int(pci[-1]) + 1
+
+
+def test_card_port_is_the_pci_function_plus_one_everywhere():
+    """One rule for every _P<n> parameter (firmware, roce, infiniband link type, verify): function n-1 is port n."""
+    assert [card_port("0000:0c:00.%d" % fn) for fn in range(4)] == [1, 2, 3, 4]
+    assert card_port("") is None and card_port(None, 1) == 1 and card_port("0000:0c:00", 7) == 7
 
 
 def test_unknown_device_lists_the_rdma_devices(tmp_path):
