@@ -17,8 +17,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
-
 from ansible_collections.hpcnet.rdma.plugins.module_utils.perftest_rounds import pair_errors
 from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import natural_key
 
