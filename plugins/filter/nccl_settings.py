@@ -140,7 +140,10 @@ def _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_
         traffic_class = value
     else:
         traffic_class = None
-    extra = {name: _conf_value(name, value) for name, value in dict(extra or {}).items()}
+    if not isinstance(extra or {}, dict):
+        raise AnsibleFilterError("nccl_extra_settings takes a mapping of NCCL variables to values ({NCCL_DEBUG: WARN}); got %r"
+                                 % (extra,))
+    extra = {name: _conf_value(name, value) for name, value in (extra or {}).items()}
 
     resolved = _resolve_fabric(rdma, fabric)
     ports, skipped = [], []

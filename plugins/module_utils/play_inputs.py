@@ -93,7 +93,9 @@ def rolling_reboot_errors(inputs, is_file=os.path.isfile):
         value = inputs[name]
         if not SECONDS.match(_text(value)):
             errors.append("%s must be a number of seconds, 1 or more; got %s." % (name, _json(value)))
-    hooks = _flatten(inputs["rolling_reboot_pre_tasks"]) + _flatten(inputs["rolling_reboot_post_tasks"])
+    # an empty value (a survey left blank) is no hook, as the rolling reboot takes it
+    hooks = [h for name in ("rolling_reboot_pre_tasks", "rolling_reboot_post_tasks")
+             for h in _flatten([] if inputs[name] == "" else inputs[name])]
     bad = ([h for h in hooks if not isinstance(h, str)]
            + [h for h in hooks if isinstance(h, str) and not os.path.isabs(h)]
            + [h for h in hooks if isinstance(h, str) and os.path.isabs(h) and not is_file(h)])

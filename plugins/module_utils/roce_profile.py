@@ -35,10 +35,15 @@ def _number(value):
 
 
 def _list(value):
-    """A list input as the argument spec takes it: a list, or "3,4" (Ansible converts that form)."""
+    """A list input as the argument spec takes it: a list, "3,4" (Ansible converts that form), or one value; a
+    mapping is returned as it is (the caller refuses it)."""
     if isinstance(value, str):
         return [item.strip() for item in value.split(",") if item.strip()]
-    return list(value) if isinstance(value, (list, tuple)) else value
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return value if isinstance(value, dict) else [value]
 
 
 def _priorities(value):
@@ -100,7 +105,9 @@ def profile(inputs, rdma):
         errors.append("roce_lossless is false (RoCE without PFC), but roce_pfc_priorities enables %s; set roce_pfc_priorities: [] "
                       "with it, or roce_lossless: true." % (pfc,))
 
-    if all(isinstance(num[n], int) and not isinstance(num[n], bool) for n in ("roce_dscp", "roce_cnp_dscp", "roce_tos")):
+    in_range = [(n, low, high) for n, low, high in (("roce_dscp", 0, 63), ("roce_cnp_dscp", 0, 63), ("roce_tos", 0, 255))
+                if isinstance(num[n], int) and not isinstance(num[n], bool) and low <= num[n] <= high]
+    if len(in_range) == 3:  # the relations between them, once each is in its range
         dscp, tos = num["roce_dscp"], num["roce_tos"]
         if num["roce_cnp_dscp"] == dscp:
             errors.append("roce_cnp_dscp %s is roce_dscp: CNPs and RoCE data need their own DSCPs (NVIDIA: data 26, CNP 48)." % dscp)
@@ -116,7 +123,10 @@ def profile(inputs, rdma):
 
     ethernet = ethernet_netdevs(rdma)
     wanted = _list(get("roce_interfaces") or [])
-    netdevs = sorted(set(wanted), key=wanted.index) if wanted else ethernet_netdevs(rdma, active_only=True)
+    if not isinstance(wanted, list) or not all(isinstance(n, str) and n for n in wanted):
+        errors.append("roce_interfaces takes netdev names (a list of strings such as enp12s0np0); got %r." % (get("roce_interfaces"),))
+        wanted = None
+    netdevs = (sorted(set(wanted), key=wanted.index) if wanted else ethernet_netdevs(rdma, active_only=True)) if wanted is not None else []
     unknown = [n for n in netdevs if n not in ethernet]
     if unknown:
         errors.append("roce_interfaces %s are not Ethernet ports of an RDMA device; those here: %s."
@@ -128,10 +138,10 @@ def profile(inputs, rdma):
     unconfigured = [n for n in addresses if n not in netdevs]
     if unconfigured:
         errors.append("roce_addresses names %s, which roce_interfaces does not configure (%s)." % (unconfigured, ", ".join(netdevs)))
-    not_cidr = [a for a in addresses.values() if not CIDR.match(str(a))]
+    not_cidr = [a for a in addresses.values() if not CIDR.fullmatch(str(a))]
     if not_cidr:
         errors.append("roce_addresses takes an IPv4 address/prefix per netdev (10.0.1.11/24); got %s." % (not_cidr,))
-    if not netdevs:
+    if not netdevs and wanted is not None:
         errors.append("No ACTIVE Ethernet port of an RDMA device on this host; set roce_interfaces.")
 
     dscp2prio = {}

@@ -17,6 +17,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.hpcnet.rdma.plugins.module_utils.perftest_rounds import pair_errors
 from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import natural_key
 
@@ -29,12 +31,14 @@ def _number(value, kind):
     if isinstance(value, bool):
         return None
     try:
-        return kind(value)
-    except (TypeError, ValueError):
+        number = kind(value)
+    except (TypeError, ValueError, OverflowError):
         try:
-            return kind(float(value))
-        except (TypeError, ValueError):
+            number = kind(float(value))
+        except (TypeError, ValueError, OverflowError):
             return None
+    # nan and inf are no thresholds (every comparison with nan is false)
+    return number if kind is int or math.isfinite(number) else None
 
 
 def input_errors(inputs, hosts):
@@ -61,7 +65,7 @@ def input_errors(inputs, hosts):
     if ranks is None or ranks < 1:
         errors.append("verify_nccl_ranks_per_host must be at least 1; got %s." % (get("verify_nccl_ranks_per_host"),))
     busbw = get("verify_min_busbw_gbps")
-    if busbw is not None and (_number(busbw, float) or 0) <= 0:
+    if busbw is not None and (_number(busbw, float) or 0) <= 0:  # None, 0, negative, nan, inf
         errors.append("verify_min_busbw_gbps must be more than 0 GB/s, or unset; got %s." % (busbw,))
     if get("verify_perftest_pattern") == "pairs":
         errors += pair_errors(list(hosts), get("verify_perftest_pairs"))

@@ -224,3 +224,9 @@ def test_no_qualifying_port_is_an_error_only_when_required():
     assert errors == ['No port qualifies for NCCL_IB_HCA, so NCCL would fall back to TCP sockets. Ports seen: '
                       '{"device": "mlx5_0", "port": 1, "reason": "link layer InfiniBand"}. Fix the fabric, or set '
                       'nccl_require_ib_hca=false to write a sockets-only configuration.']
+
+
+def test_extra_settings_given_as_a_string_are_refused_by_name():
+    plan = nccl_settings(_ib_rdma({"0xffff": 0}), socket_ifname="eth0", extra="NCCL_DEBUG=INFO", on_error="return")
+    assert plan["errors"] == ["nccl_extra_settings takes a mapping of NCCL variables to values ({NCCL_DEBUG: WARN}); "
+                              "got 'NCCL_DEBUG=INFO'"]

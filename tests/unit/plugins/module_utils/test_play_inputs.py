@@ -57,3 +57,8 @@ def test_good_rolling_reboot_values(tmp_path):
     assert play_inputs.rolling_reboot_errors({"rolling_reboot_batches": [1, "10%", 5, "100%"], "rolling_reboot_timeout": "600",
                                               "rolling_reboot_max_fail_percentage": "100", "rolling_reboot_pre_tasks": [str(hook)],
                                               "rolling_reboot_post_tasks": str(hook)}) == []
+
+
+def test_a_hook_left_blank_is_no_hook_as_the_rolling_reboot_takes_it():
+    assert play_inputs.rolling_reboot_errors({"rolling_reboot_pre_tasks": ""}) == []
+    assert "not absolute or not found" in play_inputs.rolling_reboot_errors({"rolling_reboot_post_tasks": ["", "/x.yml"]})[0]

@@ -82,3 +82,26 @@ def test_the_module_rules_are_the_modules_own():
     role = run(roce_cnp_priority=3)["errors"]
     assert module == ["cnp_priority 3 is a PFC priority (pfc [3]): CNPs must not be paused behind the traffic they slow down"]
     assert role == [module[0].replace("cnp_priority", "roce_cnp_priority").replace("(pfc", "(roce_pfc_priorities")]
+
+
+@pytest.mark.parametrize("value", [5, True, [["enp12s0np0"]], [{"a": 1}], {"enp12s0np0": 1}])
+def test_interfaces_that_are_no_netdev_names_are_refused_without_a_crash(value):
+    assert run(roce_interfaces=value)["errors"] == [
+        "roce_interfaces takes netdev names (a list of strings such as enp12s0np0); got %r." % (value,)]
+
+
+def test_one_priority_given_alone_is_a_list_of_one():
+    p = run(roce_pfc_priorities=3, roce_ecn_priorities="3")
+    assert p["errors"] == [] and p["pfc"] == [3] and p["ecn"] == [3]
+
+
+@pytest.mark.parametrize("changes, only", [
+    ({"roce_dscp": -1}, "roce_dscp must be an integer 0-63; got -1"),
+    ({"roce_tos": 10 ** 30}, "roce_tos must be an integer 0-255; got %d" % 10 ** 30),
+])
+def test_a_value_out_of_range_is_not_also_compared_with_the_others(changes, only):
+    assert run(**changes)["errors"] == [only]
+
+
+def test_an_address_with_a_trailing_newline_is_no_address():
+    assert "roce_addresses takes an IPv4 address/prefix" in run(roce_addresses={"enp12s0np0": "10.0.1.11/24\n"})["errors"][0]

@@ -113,3 +113,9 @@ def test_verify_defaults_are_fine():
 def test_verify_bad_inputs_name_their_variable(changes, message):
     errors = verify_plan.input_errors(dict(VERIFY_DEFAULTS, **changes), ["a", "b"])
     assert len(errors) == 1 and message in errors[0], errors
+
+
+@pytest.mark.parametrize("changes", [{"verify_min_busbw_gbps": "nan"}, {"verify_min_busbw_gbps": "inf"},
+                                     {"verify_min_bw_pct": 10 ** 400}, {"verify_perftest_timeout": "inf"}])
+def test_verify_non_finite_numbers_are_refused_without_a_crash(changes):
+    assert len(verify_plan.input_errors(dict(VERIFY_DEFAULTS, **changes), ["a"])) == 1
