@@ -20,6 +20,8 @@ __metaclass__ = type  # pylint: disable=invalid-name
 import json
 import re
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 UNLIMITED = "unlimited"
 # Largest value that still means a finite limit (RLIM_INFINITY is 2**64 - 1 bytes); KiB * 1024 must stay below it.
 MAX_MEMLOCK_KIB = (2 ** 64 - 1) // 1024 - 1
@@ -87,7 +89,7 @@ def profile(inputs, gpu_driver_present):
     problems = module_name_problems(modules)
     errors += problems
     modules = [] if problems else list(modules)
-    if str(inputs.get("rdma_host_ipoib", False)).strip().lower() in ("true", "yes", "on", "1", "y", "t"):
+    if boolean(inputs.get("rdma_host_ipoib", False), strict=False):
         modules.append("ib_ipoib")
     modules = sorted(set(modules), key=modules.index)
     gdr = str(inputs.get("rdma_host_gdr", "auto")).strip().lower()

@@ -11,14 +11,15 @@ import json
 import os
 import re
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host_settings import GDR_MODES
+
 __metaclass__ = type
 
-# the strings Ansible's boolean conversion takes (ansible.module_utils.parsing.convert_bool), lower-cased
-BOOLEAN_STRINGS = ("true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f")
 BATCH = re.compile(r"^([1-9][0-9]*|([1-9][0-9]?|100)%)$")
 PERCENT = re.compile(r"^([0-9]|[1-9][0-9]|100)$")
 SECONDS = re.compile(r"^[1-9][0-9]*$")
-GDR = ("true", "false", "auto")
 # the rolling reboot's defaults (playbooks/rolling_reboot.yml uses the same)
 ROLLING_REBOOT_DEFAULTS = {"rolling_reboot_batches": [1, "10%"], "rolling_reboot_max_fail_percentage": 0,
                            "rolling_reboot_timeout": 900, "rolling_reboot_port_timeout": 300,
@@ -29,18 +30,13 @@ def _json(value):
     return json.dumps(value, default=str)
 
 
-def _text(value):
-    """A value as Jinja's ``string`` filter shows it (booleans as True/False), to match against a pattern."""
-    return str(value)
-
-
 def is_boolean(value):
-    """True for what Ansible converts to a boolean: a bool, 0/1, or one of BOOLEAN_STRINGS (any case)."""
-    if isinstance(value, bool):
-        return True
-    if isinstance(value, int):
-        return value in (0, 1)
-    return isinstance(value, str) and value.strip().lower() in BOOLEAN_STRINGS
+    """True for what Ansible's own conversion (convert_bool.boolean) takes as a boolean."""
+    try:
+        boolean(value.strip() if isinstance(value, str) else value)
+    except TypeError:
+        return False
+    return True
 
 
 def _given(inputs, defaults):
@@ -60,7 +56,7 @@ def collection_errors(inputs):
     if "rdma_allow_reboot" in inputs and not is_boolean(inputs["rdma_allow_reboot"]):
         errors.append("rdma_allow_reboot must be true or false (consent to reboot hosts whose firmware changes are "
                       "pending); got %s." % _json(inputs["rdma_allow_reboot"]))
-    if "rdma_gdr" in inputs and str(inputs["rdma_gdr"]).strip().lower() not in GDR:
+    if "rdma_gdr" in inputs and str(inputs["rdma_gdr"]).strip().lower() not in GDR_MODES:
         errors.append("rdma_gdr must be true, false or auto (GPUDirect RDMA: load nvidia_peermem; auto where the NVIDIA "
                       "GPU driver is); got %s." % _json(inputs["rdma_gdr"]))
     root = inputs.get("rdma_sysfs_root", "/")
@@ -82,16 +78,16 @@ def rolling_reboot_errors(inputs, is_file=os.path.isfile):
     errors = []
     batches = inputs["rolling_reboot_batches"]
     batch_list = list(batches) if isinstance(batches, (list, tuple)) else [batches]
-    if not batch_list or any(not BATCH.match(_text(b)) for b in batch_list):
+    if not batch_list or any(not BATCH.match(str(b)) for b in batch_list):
         errors.append('rolling_reboot_batches takes host counts (1 or more) and shares ("1%" to "100%"), one or a list, '
                       'as serial does (default [1, "10%"], a canary then 10% at a time); got ' + _json(batches) + '.')
     fail = inputs["rolling_reboot_max_fail_percentage"]
-    if not PERCENT.match(_text(fail)):
+    if not PERCENT.match(str(fail)):
         errors.append("rolling_reboot_max_fail_percentage must be an integer 0-100 (0: any failure stops the rollout); "
                       "got %s." % _json(fail))
     for name in ("rolling_reboot_timeout", "rolling_reboot_port_timeout"):
         value = inputs[name]
-        if not SECONDS.match(_text(value)):
+        if not SECONDS.match(str(value)):
             errors.append("%s must be a number of seconds, 1 or more; got %s." % (name, _json(value)))
     # an empty value (a survey left blank) is no hook, as the rolling reboot takes it
     hooks = [h for name in ("rolling_reboot_pre_tasks", "rolling_reboot_post_tasks")

@@ -14,6 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 import re
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.hpcnet.rdma.plugins.module_utils import roce_qos
 
 __metaclass__ = type
@@ -58,8 +60,9 @@ def _priorities(value):
 
 
 def _bool(value):
-    """Ansible's truth for a boolean input given as a bool or a string (``"no"`` is false)."""
-    return value if isinstance(value, bool) else str(value).strip().lower() in ("true", "yes", "on", "1", "y", "t")
+    """Ansible's truth for a boolean input given as a bool or a string (``"no"`` is false; the argument spec refuses
+    what is neither)."""
+    return boolean(value.strip() if isinstance(value, str) else value, strict=False)
 
 
 def ethernet_netdevs(rdma, active_only=False):

@@ -19,11 +19,11 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host_settings import GDR_MODES
 from ansible_collections.hpcnet.rdma.plugins.module_utils.perftest_rounds import pair_errors
 from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import natural_key
 
 GROUP_LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
-GDR_MODES = ("true", "false", "auto")
 
 
 def _number(value, kind):
