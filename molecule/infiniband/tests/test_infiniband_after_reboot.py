@@ -85,6 +85,10 @@ def test_ipoib_mode_mtu_and_addresses_parent_and_child(ib):
         assert "mtu %d " % mtu in _run(ib, "ip", "-o", "link", "show", "dev", netdev)
     assert ib.file("%s/class/net/ibp24s0.8002/pkey" % SYS).content_string.strip() == "0x8002"
     assert ib.service("hpcnet-ipoib.service").is_enabled
+    # networkd manages only the IPoIB netdevs here (RequiredForOnline=no): its wait-online would hold every boot
+    # for 2 minutes (simhost-ibsync.service pulls in network-online.target, as slurmd does on a real node)
+    assert ib.service("systemd-networkd.service").is_enabled
+    assert not ib.service("systemd-networkd-wait-online.service").is_enabled
 
 
 def test_hosts_reach_each_other_over_ipoib_and_the_child(ib):
