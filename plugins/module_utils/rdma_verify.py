@@ -24,6 +24,7 @@ __metaclass__ = type
 import re
 from collections import Counter
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import parse_sminfo
 from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import card_port, natural_key
 
 GROUP_LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
@@ -34,7 +35,7 @@ SEVERITIES = ("error", "warning")
 STATUSES = ("pass", "fail", "skip")
 FABRIC = "fabric"          # the ``host`` of a finding about the whole fabric (a rail with no SM)
 
-HOST_KEYS = ("group", "rdma", "roce_qos", "expect")
+HOST_KEYS = ("group", "rdma", "roce_qos", "expect", "sminfo")
 EXPECT_KEYS = ("devices", "gdr", "ipoib", "mtu", "memlock")
 SPEC_KEYS = ("expected_rate_gbps", "min_width", "expected_fw_ver")
 FINDING_KEYS = ("host", "severity", "check", "device", "port", "expected", "found", "cause", "fix")
@@ -162,6 +163,16 @@ def validate_spec(spec):
     }
 
 
+def _sminfo(value, where):
+    """``{"<hca>:<port>": sminfo output}`` -> ``{"<hca>:<port>": parse_sminfo(output)}`` (``{}`` when absent)."""
+    if value in (None, "") or (isinstance(value, str) and value.startswith("__omit_place_holder__")):
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise VerifyInputError("%s must be a dict \"<hca>:<port>\" -> the output of `sminfo -C <hca> -P <port>`; got %r"
+                               % (where, value))
+    return dict((key, parse_sminfo(text)) for key, text in value.items())
+
+
 def validate_hosts(hosts):
     """``hosts`` -> {host: normalised entry}. Raises VerifyInputError naming ``hosts.<host>.<key>``."""
     if not isinstance(hosts, dict) or not hosts:
@@ -195,6 +206,7 @@ def validate_hosts(hosts):
             raise VerifyInputError("%s.expect.ipoib must be a list of netdev names; got %r" % (where, ipoib))
         out[str(name)] = {
             "name": str(name), "group": group, "link_layer": GROUP_LINK_LAYER[group], "rdma": rdma, "roce_qos": qos,
+            "sminfo": _sminfo(entry.get("sminfo"), where + ".sminfo"),
             "devices": _device_list(expect.get("devices"), where + ".expect.devices"),
             "gdr": _bool(expect.get("gdr"), where + ".expect.gdr"),
             "ipoib": list(ipoib),
@@ -699,6 +711,21 @@ def check_subnet_manager(fabric, host):
                     "LID" if not lid else "SM LID"),
                 "`sminfo -C %s -P %s` and the SM's log; restart opensm on this subnet (hpcnet.rdma.infiniband "
                 "infiniband_sm)" % (ref.device, ref.port)))
+            continue
+        # the SM at the port's SM LID (sminfo without a LID asks that one) must be the master: after a handover
+        # opensm's first sweep can be a light one that leaves every port naming the old master (a stale master)
+        answer = h["sminfo"].get("%s:%s" % (ref.device, ref.port)) or {}
+        if answer.get("state_name") and answer["state_name"] != "MASTER":
+            out.append(finding(
+                host, "error", "subnet_manager", ref.device, ref.port, "SM LID %d is the master SM" % sm_lid,
+                "SM LID %d is an SM in %s (priority %d, GUID %s)" % (
+                    sm_lid, answer["state_name"], answer["priority"], answer["guid"]),
+                "this port's SM LID names an SM that is not master: the SM that is master did not write its LID to "
+                "the port (after a handover opensm can sweep lightly and leave every port of the rail naming the old "
+                "master), so traps and SA queries from this port go to an SM that does not act on them",
+                "force a heavy sweep by the master: restart its opensm (`systemctl restart opensm@<port GUID>` on the "
+                "master's host; `sminfo -C %s -P %s <LID>` on each SM's LID finds it); `sminfo -C %s -P %s` here "
+                "then names a MASTER" % (ref.device, ref.port, ref.device, ref.port)))
             continue
         usual = fabric.reference("sm_lid", "infiniband", ref.rail)
         if usual is not None and sm_lid != usual:

@@ -56,6 +56,10 @@ options:
         nvidia_peermem expected), C(ipoib) (list of netdevs that must be up, default none), C(mtu) (int, bytes:
         the netdev MTU expected on the RoCE netdevs or IPoIB netdevs; null = the group's most common MTU) and
         C(memlock) (V(unlimited), the default, or a minimum in bytes)."
+      - "C(sminfo) (dict, optional, InfiniBand) maps C(<hca>:<port>) to the output of C(sminfo -C <hca> -P <port>):
+        the SMInfo of the SM at that port's SM LID, which must say C(SMINFO_MASTER). An answer from an SM in
+        another state (a stale SM LID, as opensm can leave the ports of a rail after a handover) is an error of
+        the C(subnet_manager) check; a failed query is not judged."
     type: dict
     required: true
   spec:
@@ -83,8 +87,8 @@ notes:
   - Read-only; always returns C(changed=false) and runs the same in check mode.
   - The memlock limit in the facts is the one of the Ansible connection's process, which can differ from what a
     batch job or a systemd service gets.
-  - An SM master is inferred from the ports' SM LID (C(sm_lid) non-zero on ACTIVE ports); C(sminfo) on a host of
-    each subnet tells which SM is master.
+  - An SM master is inferred from the ports' SM LID (C(sm_lid) non-zero on ACTIVE ports); where C(sminfo) answers
+    are given, the SM at each port's SM LID must be that master.
 seealso:
   - module: hpcnet.rdma.rdma_facts
   - module: hpcnet.rdma.roce_qos

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.fixtures_path import real_fixtures
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils import rdma_verify as v
 from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import gather_rdma_sysfs
@@ -423,3 +424,52 @@ def test_most_common_breaks_ties_towards_the_higher_value():
     assert v._most_common([3, 5], prefer_high=False) == 3  # pylint: disable=protected-access
     assert v._most_common([200.0, 200.0, 400.0]) == 200.0  # pylint: disable=protected-access
     assert v._most_common([None, None]) is None  # pylint: disable=protected-access
+
+
+# ------------------------------------------------------------------- the SM at each port's SM LID is the master
+# what `sminfo -C <hca> -P <port>` printed: a real capture (a master), and infiniband-diags' sminfo on the simulated
+# fabric after a handover that left the rail's ports naming the old master, now STANDBY
+SMINFO_MASTER = (real_fixtures() / "rdma-outputs" / "sminfo-01.txt").read_text(encoding="utf-8")
+SMINFO_STANDBY = "sminfo: sm lid 1 sm guid 0xa088c203002e6c10, activity count 147 priority 10 state 2 SMINFO_STANDBY\n"
+SMINFO_FAILED = (real_fixtures() / "rdma-outputs" / "sminfo-04.txt").read_text(encoding="utf-8")
+
+
+def with_sminfo(build, answers):
+    hosts = healthy(build, n_roce=0)
+    for host in hosts.values():
+        host["sminfo"] = {"mlx5_%d:1" % i: SMINFO_MASTER for i in range(8)}
+    for (host, port), text in answers.items():
+        hosts[host]["sminfo"][port] = text
+    return hosts
+
+
+def test_a_port_whose_sm_lid_names_a_standby_is_an_error_that_says_how_to_fix_it(build):
+    result = v.verify(with_sminfo(build, {("ib02", "mlx5_1:1"): SMINFO_STANDBY}), {})
+    (f,) = only(result, "subnet_manager")
+    assert (f["host"], f["device"], f["port"], f["severity"]) == ("ib02", "mlx5_1", 1, "error")
+    assert f["found"] == "SM LID %d is an SM in STANDBY (priority 10, GUID 0xa088c203002e6c10)" % (
+        build(IB, 2)["devices"]["mlx5_1"]["ports"]["1"]["sm_lid"])
+    assert "not master" in f["cause"] and "restart its opensm" in f["fix"]
+    assert result["hosts"]["ib02"]["checks"]["subnet_manager"] == "fail"
+    assert result["hosts"]["ib01"]["checks"]["subnet_manager"] == "pass"
+
+
+def test_a_whole_rail_naming_a_standby_fails_every_host_on_it(build):
+    # every port of rail 3 agrees on its SM LID, so the usual-SM-LID comparison alone finds nothing
+    result = v.verify(with_sminfo(build, {("ib01", "mlx5_3:1"): SMINFO_STANDBY, ("ib02", "mlx5_3:1"): SMINFO_STANDBY}), {})
+    assert sorted((f["host"], f["device"]) for f in only(result, "subnet_manager")) == [("ib01", "mlx5_3"), ("ib02", "mlx5_3")]
+    assert v.verify(with_sminfo(build, {}), {})["verdict"] == "pass"
+
+
+def test_a_failed_or_missing_sminfo_query_is_not_judged(build):
+    hosts = with_sminfo(build, {("ib01", "mlx5_0:1"): SMINFO_FAILED, ("ib02", "mlx5_0:1"): ""})
+    del hosts["ib02"]["sminfo"]["mlx5_1:1"]
+    assert only(v.verify(hosts, {}), "subnet_manager") == []
+
+
+@pytest.mark.parametrize("bad", [["mlx5_0:1"], {"mlx5_0:1": None}, "sminfo: sm lid 1"])
+def test_sminfo_that_is_not_a_dict_of_outputs_names_the_host_key(build, bad):
+    hosts = healthy(build, n_ib=1, n_roce=0)
+    hosts["ib01"]["sminfo"] = bad
+    with pytest.raises(v.VerifyInputError, match=r"hosts\.ib01\.sminfo must be a dict"):
+        v.verify(hosts, {})
