@@ -175,6 +175,11 @@ def _package_version(runner, name):
     return None
 
 
+def package_versions(runner, names):
+    """``{name: installed version or None}`` for each of ``names`` (dpkg-query, else rpm)."""
+    return dict((name, _package_version(runner, name)) for name in names)
+
+
 def _read(path):
     try:
         with open(path) as handle:

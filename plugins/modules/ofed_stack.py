@@ -49,6 +49,14 @@ options:
     description: Root of sysfs.
     type: path
     default: /sys
+  packages:
+    description:
+      - Packages whose installed version to report in RV(packages) (C(dpkg-query), else C(rpm -q)), for example the
+        inbox stack's after its install; a light query where M(ansible.builtin.package_facts) would return every
+        package of the host.
+    type: list
+    elements: str
+    default: []
 '''
 
 EXAMPLES = r'''
@@ -97,6 +105,11 @@ driver:
     distribution's in-tree module) and the one on disk for the running kernel (modinfo).
   returned: always
   type: dict
+packages:
+  description: The installed version of each of O(packages), or null when it is not installed.
+  returned: always
+  type: dict
+  sample: {rdma-core: 44.0-2, perftest: null}
 driver_pending:
   description: C({from, to}) when the installed vendor driver is not the loaded one (a reboot or openibd restart loads it), else null.
   returned: always
@@ -132,11 +145,14 @@ def main():
             allow_change=dict(type="bool", default=False),
             kernel=dict(type="str"),
             sysfs_root=dict(type="path", default="/sys"),
+            packages=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
-    probed = ofed_stack.probe(ModuleRunner(module), module.params["sysfs_root"], module.params["doca_package"])
-    module.exit_json(**evaluate(module.params, probed))
+    runner = ModuleRunner(module)
+    probed = ofed_stack.probe(runner, module.params["sysfs_root"], module.params["doca_package"])
+    module.exit_json(packages=ofed_stack.package_versions(runner, module.params["packages"]),
+                     **evaluate(module.params, probed))
 
 
 if __name__ == "__main__":

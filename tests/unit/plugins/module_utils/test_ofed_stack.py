@@ -280,3 +280,24 @@ def test_stack_names():
     assert stacks.dkms_version("24.10-3.2.5.0") == "24.10.OFED.24.10.3.2.5.1"
     assert stacks.local_repo_name("3.2.1") == "doca-host-3.2.1-044000-25.10-debian12"
     assert Path(stacks.local_repo_deb("3.2.1")).suffix == ".deb"
+
+
+class _DpkgQuery:
+    """dpkg-query -W -f='${db:Status-Status}\\t${Version}' NAME as dpkg answers: installed, removed (config files
+    left) and unknown packages."""
+
+    STATUS = {"rdma-core": "installed\t44.0-2", "perftest": "config-files\t4.5-1"}
+
+    def which(self, name):
+        return "/usr/bin/dpkg-query" if name == "dpkg-query" else None
+
+    def run(self, argv):
+        name = argv[-1]
+        if name in self.STATUS:
+            return 0, self.STATUS[name], ""
+        return 1, "", "dpkg-query: no packages found matching %s\n" % name
+
+
+def test_package_versions_reports_the_installed_ones_and_null_for_removed_or_unknown():
+    assert ofed_stack.package_versions(_DpkgQuery(), ["rdma-core", "perftest", "ibverbs-utils"]) == {
+        "rdma-core": "44.0-2", "perftest": None, "ibverbs-utils": None}

@@ -1,0 +1,114 @@
+"""module_utils/rdma_host_apply.py: the rdma_host_settings module's files, PAM check, plan and apply, with a fake
+runner (argv in, (rc, out, err) out) over a temporary sysfs tree."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils import rdma_host_apply as apply
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host_settings import memlock_setting
+
+
+def test_limits_text_has_soft_and_hard_for_everyone_and_for_root_in_columns():
+    lines = apply.limits_text(memlock_setting("1048576")).splitlines()
+    assert lines[0].startswith("# Managed by hpcnet.rdma")
+    assert lines[-4:] == ["*          soft   memlock  1048576", "*          hard   memlock  1048576",
+                          "root       soft   memlock  1048576", "root       hard   memlock  1048576"]
+
+
+def test_system_conf_text_is_a_manager_section_with_systemd_units():
+    assert apply.system_conf_text(memlock_setting("unlimited")).endswith("[Manager]\nDefaultLimitMEMLOCK=infinity\n")
+    assert apply.system_conf_text(memlock_setting(64)).endswith("DefaultLimitMEMLOCK=64K\n")
+
+
+@pytest.mark.parametrize("text, applies", [
+    ("session    required     pam_limits.so\n", True),
+    ("-session optional /lib/x86_64-linux-gnu/security/pam_limits.so\n", True),
+    ("session [default=1] pam_limits.so\n", True),
+    ("# session required pam_limits.so\n", False),
+    ("account required pam_limits.so\n", False),
+    ("@include common-session\n", False),
+])
+def test_pam_applies_only_to_a_session_line_calling_pam_limits(text, applies):
+    assert apply.pam_applies([None, text]) is applies
+
+
+class Runner:
+    """modprobe that loads into the sysfs tree unless the module is in ``missing``; records every argv."""
+
+    def __init__(self, root, missing=()):
+        self.root, self.missing, self.argv = root, set(missing), []
+
+    def which(self, name):
+        return "/sbin/" + name
+
+    def run(self, argv):
+        self.argv.append(argv)
+        name = argv[-1]
+        if argv[0].endswith("modprobe"):
+            if name in self.missing:
+                return 1, "", "modprobe: FATAL: Module %s not found in directory /lib/modules/6.1.0" % name
+            if argv[1] != "-n":
+                (self.root / "module" / name).mkdir(parents=True, exist_ok=True)
+                (self.root / "module" / name / "initstate").write_text("live\n")
+        return 0, "", ""
+
+
+def _params(tmp_path, **over):
+    params = dict(memlock="unlimited", modules=["ib_umad", "rdma_ucm"], ipoib=False, gdr="auto",
+                  sysfs_root=str(tmp_path / "sys"), limits_file=str(tmp_path / "limits.conf"),
+                  systemd_file=str(tmp_path / "system.conf"), modules_load_file=str(tmp_path / "rdma.conf"),
+                  gdr_load_file=str(tmp_path / "gdr.conf"), pam_dir=str(tmp_path), pam_files=["sshd"],
+                  proc_modules=str(tmp_path / "modules"), gpu_module="nvidia", peermem_module="nvidia_peermem",
+                  gpu_driver_rebuild=None, host_label="node1")
+    params.update(over)
+    (tmp_path / "sys" / "module").mkdir(parents=True, exist_ok=True)
+    return params
+
+
+def _writes(store):
+    return lambda path, text: store.__setitem__(path, text)
+
+
+def test_bad_input_fails_in_the_plan_with_every_problem(tmp_path):
+    host = apply.HostSettings(_params(tmp_path, memlock="64M", gdr="maybe"), Runner(tmp_path / "sys"), _writes({}))
+    with pytest.raises(apply.HostSettingsFailure) as err:
+        host.plan()
+    assert "rdma_host_memlock must be" in str(err.value) and "rdma_host_gdr (rdma_gdr) must be" in str(err.value)
+
+
+def test_a_missing_module_fails_the_dry_run_before_anything_is_written(tmp_path):
+    runner, written = Runner(tmp_path / "sys", missing={"rdma_ucm"}), {}
+    host = apply.HostSettings(_params(tmp_path), runner, _writes(written))
+    with pytest.raises(apply.HostSettingsFailure, match=r"^Nothing was changed on node1 \(kernel .*modprobe rdma_ucm"):
+        host.plan()
+    assert written == {} and all(argv[1] == "-n" for argv in runner.argv)
+
+
+def test_apply_writes_loads_and_a_second_plan_has_nothing_to_do(tmp_path):
+    (tmp_path / "sys" / "module" / "nvidia").mkdir(parents=True)
+    runner, written = Runner(tmp_path / "sys"), {}
+    host = apply.HostSettings(_params(tmp_path), runner, _writes(written))
+    plan = host.plan()
+    assert plan["to_load"] == ["ib_umad", "rdma_ucm", "nvidia_peermem"]
+    host.apply(plan)
+    assert host.commands == ["modprobe ib_umad", "modprobe rdma_ucm", "modprobe nvidia_peermem"]
+    assert written[str(tmp_path / "gdr.conf")].splitlines()[1:] == ["nvidia_peermem"]
+    state = host.state(plan, check_mode=False)
+    assert state == {"memlock": "unlimited", "modules": ["ib_umad", "rdma_ucm"], "gdr": "loaded",
+                     "gpu_driver": "present", "peermem": "loaded"}
+    for path, text in written.items():
+        (tmp_path / path).write_text(text)
+    again = apply.HostSettings(_params(tmp_path), runner, _writes({})).plan()
+    assert again["to_load"] == [] and again["changed_files"] == []
+
+
+def test_peermem_that_does_not_load_fails_with_the_cause_and_leaves_its_boot_file_unwritten(tmp_path):
+    (tmp_path / "sys" / "module" / "nvidia").mkdir(parents=True)
+    runner, written = Runner(tmp_path / "sys"), {}
+    host = apply.HostSettings(_params(tmp_path), runner, _writes(written))
+    plan = host.plan()
+    runner.missing.add("nvidia_peermem")
+    with pytest.raises(apply.HostSettingsFailure, match="^nvidia_peermem did not load: the GPU driver's nvidia_peermem"):
+        host.apply(plan)
+    assert str(tmp_path / "gdr.conf") not in written and str(tmp_path / "rdma.conf") in written
