@@ -1,6 +1,7 @@
 """Command line: ``python3 -m simhost build --profile NAME|PATH --root DIR [--host-index N]``, ``check``, ``list``,
 ``watch``, ``cable unplug|plug --device DEV --port N [--root DIR]``, ``fabric netfile|env ...`` (simhost/fabric.py),
-``files < SPEC.json`` (a host's files, links and removals in one call: simhost/kitfiles.py)."""
+``files < SPEC.json`` (a host's files, links and removals in one call: simhost/kitfiles.py), ``install < SPEC.json``
+(a host's whole kit install in one call: simhost/kitinstall.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ def main(argv=None) -> int:
         except OSError as exc:
             print(f"simhost: error: {exc}", file=sys.stderr)
             return 2
+    if argv[:1] == ["install"]:  # a host's kit install in one call (install.yml)
+        from .kitinstall import main as install_main  # pylint: disable=import-outside-toplevel
+        return install_main(argv[1:])
     if argv[:1] == ["fabric"]:  # the InfiniBand fabric commands (ibsim netfile, umad2sim env files)
         from .fabric import main as fabric_main  # pylint: disable=import-outside-toplevel
         try:
@@ -44,6 +48,7 @@ def main(argv=None) -> int:
     sub.add_parser("list", help="list the bundled profiles")
     sub.add_parser("fabric", help="InfiniBand fabric: netfile (ibsim topology), env (umad2sim env files)")
     sub.add_parser("files", help="write files, make links, remove paths from a JSON spec on stdin, in one call")
+    sub.add_parser("install", help="a host's kit install (files, units, fabric) from a JSON spec on stdin, in one call")
     w = sub.add_parser("watch", help="keep kernel attribute files (configfs rdma_cm, traffic_class, ecn) settled")
     w.add_argument("--root", required=True)
     w.add_argument("--once", action="store_true", help="settle once and exit")

@@ -486,9 +486,7 @@ def test_units_and_drop_in():
     assert "simhost.ibsync run --root /run/simhost/sys --watch-opensm" in (files / "simhost-ibsync.service").read_text()
     install = (KIT / "install.yml").read_text()
     for name in ("opensm-simhost.conf", "simhost-ibsim@.service", "simhost-ibsync.service",
-                 "/etc/systemd/system/opensm@.service.d/simhost.conf", "--output-dir, /etc/simhost",
-                 "/etc/simhost/ibsim-rail{{ item.rail }}.env", "simhost-ibsim@{{ item.rail }}.service",
-                 "SIMHOST_IBSIM_PORT={{ item.port }}"):
+                 "/opensm@.service.d/simhost.conf", "'ibsim': {'hosts':", "'dir': '/etc/simhost'"):
         assert name in install
 
 

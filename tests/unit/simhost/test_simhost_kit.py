@@ -438,3 +438,59 @@ def test_a_local_simulated_host_runs_modules_with_its_own_tree_nv_state_and_firm
     shown = subprocess.run([str(pythons[0]), "-c", query], capture_output=True, text=True, check=True).stdout
     assert "0000:0c:00.0" in shown and "ROCE_CC_PRIO_MASK_P1" in shown
     assert os.environ.get("SIMHOST_PERSIST_DIR") not in (str(tmp_path / "a" / "disk"), str(tmp_path / "b" / "disk"))
+
+
+def _fake_systemctl(tmp_path, monkeypatch):
+    """systemctl on PATH that logs its arguments (kitinstall runs it by name)."""
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    log = tmp_path / "systemctl.log"
+    (bindir / "systemctl").write_text(f'#!/bin/sh\necho "$*" >> {log}\n')
+    (bindir / "systemctl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    return log
+
+
+def test_kit_install_lays_out_a_host_in_one_call_and_restarts_only_what_changed(tmp_path, monkeypatch):
+    """install.yml's one command per host: files, create-once stand-ins, dirs, moves, the profile check, the units
+    in order (restarted when what they watch changed, else started), and what it read."""
+    from simhost import kitinstall, profile  # pylint: disable=import-outside-toplevel
+    log = _fake_systemctl(tmp_path, monkeypatch)
+    monkeypatch.setattr(kitinstall, "SYSTEMD_DIR", str(tmp_path / "units") + "/")
+    units, prof = tmp_path / "units", tmp_path / "etc" / "profile.json"
+    (tmp_path / "sources.list").write_text("deb http://deb.debian.org/debian bookworm main\n")
+    spec = {"files": {"write": {str(prof): {"content": json.dumps(profile.load("cx7_roce_400g_2x"))},
+                                str(units / "a.service"): {"content": "[Unit]\n"}}},
+            "create": {str(tmp_path / "boot" / "vmlinuz-{uname_r}"): {"content": "stand-in {uname_r}\n", "mode": "0644"}},
+            "dirs": {str(tmp_path / "ssh"): "0700"},
+            "move": [[str(tmp_path / "sources.list"), str(tmp_path / "sources.list.off")]],
+            "check": str(prof),
+            "units": [{"name": "a.service", "restart_on": [str(units / "a.service")]}, {"name": "b.service"}],
+            "read": [str(prof)]}
+    first = kitinstall.apply(spec)
+    release = os.uname().release
+    assert first["changed"] and first["created"] == [str(tmp_path / "boot" / f"vmlinuz-{release}")]
+    assert (tmp_path / "boot" / f"vmlinuz-{release}").read_text() == f"stand-in {release}\n"
+    assert (tmp_path / "ssh").stat().st_mode & 0o777 == 0o700 and (tmp_path / "sources.list.off").exists()
+    assert first["restarted"] == ["a.service"] and json.loads(first["read"][0])["name"] == "cx7_roce_400g_2x"
+    assert log.read_text().splitlines() == ["daemon-reload", "enable --quiet a.service", "restart a.service",
+                                            "enable --quiet b.service", "start b.service"]
+    log.write_text("")
+    again = kitinstall.apply(spec)
+    assert not again["changed"] and again["restarted"] == []
+    assert log.read_text().splitlines() == ["enable --quiet a.service", "start a.service",
+                                            "enable --quiet b.service", "start b.service"]
+    # the kit itself changed (install.yml's unarchive): what watches "kit" is rebuilt
+    assert kitinstall.apply(dict(spec, kit_changed=True, units=[{"name": "a.service", "restart_on": ["kit"]}]))[
+        "restarted"] == ["a.service"]
+
+
+def test_kit_install_refuses_a_bad_profile_and_unknown_keys(tmp_path, monkeypatch, capsys):
+    from simhost import kitinstall, profile  # pylint: disable=import-outside-toplevel
+    _fake_systemctl(tmp_path, monkeypatch)
+    bad = tmp_path / "profile.json"
+    bad.write_text('{"name": "x", "devices": "none"}\n')
+    with pytest.raises((ValueError, profile.ProfileError)):
+        kitinstall.apply({"check": str(bad)})
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO('{"copy": {}}'))
+    assert kitinstall.main([]) == 2 and "unknown spec keys ['copy']" in capsys.readouterr().err
