@@ -63,8 +63,9 @@ def pam_applies(texts):
 
 
 def _read(path):
+    """A file's text (undecodable bytes replaced), or None where it cannot be read."""
     try:
-        with open(path) as handle:
+        with open(path, errors="replace") as handle:
             return handle.read()
     except (IOError, OSError):
         return None
@@ -84,7 +85,20 @@ class HostSettings:
         self.written = []
 
     # -- plan: reads only ------------------------------------------------------------------------------------------
+    def _check_options(self):
+        paths = [self.p[k] for k in ("limits_file", "systemd_file", "modules_load_file", "gdr_load_file")]
+        if len(set(paths)) != len(paths):
+            raise HostSettingsFailure("limits_file, systemd_file, modules_load_file and gdr_load_file must be four "
+                                      "different files; got %s." % ", ".join(paths))
+        for key in ("gpu_module", "peermem_module"):
+            if not hs.MODULE_NAME_RE.match(self.p[key] or ""):
+                raise HostSettingsFailure("%s takes a kernel module name (letters, digits, '_' and '-', as in "
+                                          "nvidia_peermem); got %r." % (key, self.p[key]))
+
     def plan(self):
+        """What differs; a boot file of this module that is no longer wanted (no modules, no nvidia_peermem) is
+        planned as None: it is removed, so that the next boot does not load what the inputs no longer ask for."""
+        self._check_options()
         gpu_present = os.path.isdir(os.path.join(self.root, "module", km.sysfs_name(self.p["gpu_module"])))
         prof = hs.profile({"rdma_host_memlock": self.p["memlock"], "rdma_host_modules": self.p["modules"],
                            "rdma_host_ipoib": self.p["ipoib"], "rdma_host_gdr": self.p["gdr"]}, gpu_present)
@@ -93,10 +107,10 @@ class HostSettings:
         peermem = self.p["peermem_module"]
         files = {self.p["limits_file"]: limits_text(prof["memlock"]),
                  self.p["systemd_file"]: system_conf_text(prof["memlock"])}
-        if prof["modules"]:
-            files[self.p["modules_load_file"]] = km.render_load_file(prof["modules"], LOAD_FILE_HEADER)
-        if prof["peermem_wanted"]:
-            files[self.p["gdr_load_file"]] = km.render_load_file([peermem], LOAD_FILE_HEADER)
+        files[self.p["modules_load_file"]] = (
+            km.render_load_file(prof["modules"], LOAD_FILE_HEADER) if prof["modules"] else None)
+        files[self.p["gdr_load_file"]] = (
+            km.render_load_file([peermem], LOAD_FILE_HEADER) if prof["peermem_wanted"] else None)
         before = dict((path, _read(path)) for path in files)
         to_load = [n for n in prof["modules"] + ([peermem] if prof["peermem_wanted"] else []) if not km.loaded(self.root, n)]
         self._probe(to_load, peermem)
@@ -126,7 +140,7 @@ class HostSettings:
         """Memlock files (and the manager's re-exec), then each modules-load.d file once its modules are loaded."""
         memlock_files = [self.p["limits_file"], self.p["systemd_file"]]
         self._write(plan, memlock_files)
-        if self.p["systemd_file"] in plan["changed_files"] and os.path.isdir("/run/systemd/system"):
+        if self.reexec(plan):
             self._run_checked([self.runner.which("systemctl") or "systemctl", "daemon-reexec"])
         peermem = self.p["peermem_module"]
         rdma = [n for n in plan["to_load"] if n != peermem]
@@ -139,13 +153,34 @@ class HostSettings:
         self._write(plan, [self.p["modules_load_file"]])
         if peermem in plan["to_load"]:
             self._load(peermem)
+            if not self._peermem_loaded():
+                raise HostSettingsFailure(self._not_loaded_message())
         self._write(plan, [self.p["gdr_load_file"]])
+
+    def reexec(self, plan):
+        """Whether the systemd manager re-reads its drop-in: it changed, and systemd is PID 1 (sd_booted)."""
+        return self.p["systemd_file"] in plan["changed_files"] and os.path.isdir("/run/systemd/system")
 
     def _write(self, plan, paths):
         for path in paths:
             if path in plan["changed_files"]:
-                self.write(path, plan["files"][path])
+                if plan["files"][path] is None:
+                    os.remove(path)
+                else:
+                    self.write(path, plan["files"][path])
                 self.written.append(path)
+
+    def _peermem_loaded(self):
+        peermem = self.p["peermem_module"]
+        proc = _read(self.p["proc_modules"]) or ""
+        return km.loaded(self.root, peermem) or any(line.startswith(peermem + " ") for line in proc.splitlines())
+
+    def _not_loaded_message(self):
+        peermem = self.p["peermem_module"]
+        return ("modprobe %s succeeded on %s, but the module is not loaded: neither %s nor %s shows it. Check "
+                "\"lsmod | grep nvidia_peermem\" and \"dmesg | grep -i peermem\", and whether something unloads it "
+                "(a blacklist entry in /etc/modprobe.d, the GPU operator's peermem container)."
+                % (peermem, self.p["host_label"], os.path.join(self.root, "module", peermem), self.p["proc_modules"]))
 
     def _load(self, name):
         self.commands.append("modprobe %s" % name)
@@ -181,17 +216,11 @@ class HostSettings:
                 "loaded and GPUDirect RDMA stays off (rdma_host_gdr_state no_gpu_driver). Install and load the GPU "
                 "driver and run this role again, or set rdma_gdr to auto for hosts without GPUs."
                 % (self.p["host_label"], os.path.join(self.root, "module", self.p["gpu_module"])))
-        peermem = self.p["peermem_module"]
-        proc = _read(self.p["proc_modules"]) or ""
-        loaded = km.loaded(self.root, peermem) or any(line.startswith(peermem + " ") for line in proc.splitlines())
+        loaded = self._peermem_loaded()
         gdr_state = prof["gdr_state"]
         if prof["peermem_wanted"]:
             gdr_state = "loaded" if loaded else "would_load" if check_mode else "not_loaded"
         if gdr_state == "not_loaded":
-            raise HostSettingsFailure(
-                "modprobe %s succeeded on %s, but the module is not loaded: neither %s nor %s shows it. Check "
-                "\"lsmod | grep nvidia_peermem\" and \"dmesg | grep -i peermem\", and whether something unloads it "
-                "(a blacklist entry in /etc/modprobe.d, the GPU operator's peermem container)."
-                % (peermem, self.p["host_label"], os.path.join(self.root, "module", peermem), self.p["proc_modules"]))
+            raise HostSettingsFailure(self._not_loaded_message())
         return {"memlock": prof["memlock"]["value"], "modules": prof["modules"], "gdr": gdr_state,
                 "gpu_driver": prof["gpu_driver"], "peermem": "loaded" if loaded else "not_loaded"}

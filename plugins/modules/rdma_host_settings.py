@@ -19,7 +19,9 @@ description:
     systemd manager starts (O(systemd_file), C(DefaultLimitMEMLOCK=); the manager re-reads it with
     C(systemctl daemon-reexec), run when the file changed and systemd is PID 1; services already running keep their
     limit until they are restarted).
-  - Loads the RDMA kernel modules with C(modprobe) and lists them in O(modules_load_file) for the next boots;
+  - Loads the RDMA kernel modules with C(modprobe) and lists them in O(modules_load_file) for the next boots (the
+    file is removed when O(modules) is empty, and O(gdr_load_file) when C(nvidia_peermem) is not wanted, so that the
+    next boot loads only what is asked for; a loaded module is not unloaded);
     whether a module is loaded is read from C(<sysfs_root>/module/<name>) as M(hpcnet.rdma.kernel_modules) does.
   - GPUDirect RDMA. With O(gdr=true) or O(gdr=auto) where the NVIDIA GPU driver is loaded
     (C(<sysfs_root>/module/nvidia)), loads C(nvidia_peermem) now and at boot (O(gdr_load_file)) and checks that it is
@@ -116,7 +118,7 @@ state:
   sample: {memlock: unlimited, modules: [ib_umad, ib_uverbs, rdma_ucm], gdr: loaded, gpu_driver: present,
            peermem: loaded}
 files:
-  description: The files written (in check mode, that would be written).
+  description: The files written or removed (in check mode, that would be).
   returned: success
   type: list
   elements: str
@@ -177,15 +179,17 @@ def run(module):
         if not module.check_mode:
             host.apply(plan)
         state = host.state(plan, module.check_mode)
-    except HostSettingsFailure as exc:
-        module.fail_json(msg=str(exc), changed=bool(host.written or host.commands), commands=host.commands)
+    except (HostSettingsFailure, OSError) as exc:
+        module.fail_json(msg=str(exc), changed=bool(host.written or host.commands), files=host.written,
+                         commands=host.commands)
     for warning in host.warnings:
         module.warn(warning)
-    commands = host.commands if not module.check_mode else ["modprobe %s" % n for n in plan["to_load"]]
+    commands = host.commands if not module.check_mode else (
+        ["systemctl daemon-reexec"] if host.reexec(plan) else []) + ["modprobe %s" % n for n in plan["to_load"]]
     return {"changed": bool(plan["changed_files"] or plan["to_load"]), "state": state,
             "files": plan["changed_files"], "commands": commands,
             "diff": [{"before_header": path, "after_header": path, "before": plan["before"][path] or "",
-                      "after": plan["files"][path]} for path in plan["changed_files"]]}
+                      "after": plan["files"][path] or ""} for path in plan["changed_files"]]}
 
 
 def main():
@@ -193,7 +197,7 @@ def main():
     module.params["host_label"] = module.params["host_label"] or socket.gethostname()
     try:
         result = run(module)
-    except HostSettingsFailure as exc:
+    except (HostSettingsFailure, OSError) as exc:  # from the plan, which reads only
         module.fail_json(msg=str(exc), changed=False)
     module.exit_json(**result)
 

@@ -112,3 +112,68 @@ def test_peermem_that_does_not_load_fails_with_the_cause_and_leaves_its_boot_fil
     with pytest.raises(apply.HostSettingsFailure, match="^nvidia_peermem did not load: the GPU driver's nvidia_peermem"):
         host.apply(plan)
     assert str(tmp_path / "gdr.conf") not in written and str(tmp_path / "rdma.conf") in written
+
+
+def _removes(store):
+    """write(path, text) that also writes the file, so that os.remove in apply() has something to remove."""
+    def write(path, text):
+        store[path] = text
+        with open(path, "w") as handle:
+            handle.write(text)
+    return write
+
+
+def test_a_boot_file_no_longer_wanted_is_removed_so_the_next_boot_does_not_load_it(tmp_path):
+    """gdr false after a run that loaded nvidia_peermem, and no RDMA modules after a run that listed some."""
+    (tmp_path / "sys" / "module" / "nvidia").mkdir(parents=True)
+    runner = Runner(tmp_path / "sys")
+    first = apply.HostSettings(_params(tmp_path), runner, _removes({}))
+    first.apply(first.plan())
+    assert (tmp_path / "gdr.conf").exists() and (tmp_path / "rdma.conf").exists()
+    host = apply.HostSettings(_params(tmp_path, gdr="false", modules=[]), runner, _removes({}))
+    plan = host.plan()
+    assert plan["changed_files"] == sorted([str(tmp_path / "gdr.conf"), str(tmp_path / "rdma.conf")])
+    host.apply(plan)
+    assert not (tmp_path / "gdr.conf").exists() and not (tmp_path / "rdma.conf").exists()
+    assert host.written == [str(tmp_path / "rdma.conf"), str(tmp_path / "gdr.conf")]
+    assert apply.HostSettings(_params(tmp_path, gdr="false", modules=[]), runner, _removes({})).plan()["changed_files"] == []
+
+
+@pytest.mark.parametrize("over, message", [
+    ({"modules_load_file": "GDR"}, "must be four different files"),
+    ({"systemd_file": "LIMITS"}, "must be four different files"),
+    ({"peermem_module": "-r"}, "peermem_module takes a kernel module name"),
+    ({"peermem_module": ""}, "peermem_module takes a kernel module name"),
+    ({"gpu_module": ".."}, "gpu_module takes a kernel module name"),
+])
+def test_options_that_would_overwrite_a_file_or_reach_modprobe_as_an_option_are_refused(tmp_path, over, message):
+    params = _params(tmp_path)
+    over = {k: {"GDR": params["gdr_load_file"], "LIMITS": params["limits_file"]}.get(v, v) for k, v in over.items()}
+    host = apply.HostSettings(dict(params, **over), Runner(tmp_path / "sys"), _writes({}))
+    with pytest.raises(apply.HostSettingsFailure, match=message):
+        host.plan()
+
+
+def test_peermem_that_modprobe_loads_but_the_kernel_does_not_show_fails_before_its_boot_file(tmp_path):
+    (tmp_path / "sys" / "module" / "nvidia").mkdir(parents=True)
+
+    class Vanishes(Runner):
+        def run(self, argv):
+            if argv[-1] == "nvidia_peermem" and argv[1] != "-n":
+                self.argv.append(argv)
+                return 0, "", ""
+            return super().run(argv)
+
+    written = {}
+    host = apply.HostSettings(_params(tmp_path), Vanishes(tmp_path / "sys"), _writes(written))
+    with pytest.raises(apply.HostSettingsFailure, match="^modprobe nvidia_peermem succeeded on node1, but the module"):
+        host.apply(host.plan())
+    assert str(tmp_path / "gdr.conf") not in written
+
+
+def test_an_unreadable_pam_file_does_not_stop_the_check(tmp_path):
+    (tmp_path / "sshd").write_bytes(b"session required pam_limits.so # caf\xe9\n")
+    host = apply.HostSettings(_params(tmp_path), Runner(tmp_path / "sys"), _writes({}))
+    plan = host.plan()
+    host.state(plan, check_mode=True)
+    assert host.warnings == []
