@@ -54,14 +54,21 @@ def apply(spec: dict) -> dict:
     return {"changed": bool(written or linked or removed), "written": written, "linked": linked, "removed": removed}
 
 
-def main(argv=None) -> int:
+def read_spec(argv, command):
+    """The JSON spec on stdin of ``python3 -m simhost COMMAND``, or None after printing why (usage, not JSON)."""
     if argv:
-        print("usage: python3 -m simhost files < SPEC.json (see simhost/kitfiles.py)", file=sys.stderr)
-        return 2
+        print(f"usage: python3 -m simhost {command} < SPEC.json (see simhost/kit{command}.py)", file=sys.stderr)
+        return None
     try:
-        spec = json.load(sys.stdin)
+        return json.load(sys.stdin)
     except ValueError as exc:
         print(f"simhost: error: the spec on stdin is not JSON: {exc}", file=sys.stderr)
+        return None
+
+
+def main(argv=None) -> int:
+    spec = read_spec(argv, "files")
+    if spec is None:
         return 2
     unknown = set(spec) - {"write", "link", "absent"}
     if unknown:

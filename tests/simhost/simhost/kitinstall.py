@@ -199,13 +199,8 @@ def apply(spec: dict) -> dict:
 
 
 def main(argv=None) -> int:
-    if argv:
-        print("usage: python3 -m simhost install < SPEC.json (see simhost/kitinstall.py)", file=sys.stderr)
-        return 2
-    try:
-        spec = json.load(sys.stdin)
-    except ValueError as exc:
-        print(f"simhost: error: the spec on stdin is not JSON: {exc}", file=sys.stderr)
+    spec = kitfiles.read_spec(argv, "install")
+    if spec is None:
         return 2
     try:
         print(json.dumps(apply(spec), sort_keys=True))
