@@ -9,7 +9,8 @@ the order given, as soon as a lane is free and nothing running collides with it.
 
 Each scenario's output goes to <logs>/<scenario>.log. At the end: the end of each failed scenario's log, one line
 per scenario with the seconds of each Molecule stage (create, prepare, converge, ...), and last the tasks that
-failed, so that the tail of a CI log names the failure.
+failed, so that the tail of a CI log names the failure; the first failed task of each, in a few lines, also goes to
+<logs>/failed-tasks.txt, which tests/tools/stages prints after its stage times.
 
 Usage: molecule_lanes.py [--jobs N] [--logs DIR] [SCENARIO ...]   (default: every molecule/*/molecule.yml)
 """
@@ -174,7 +175,34 @@ def main(argv=None):
     print("\n".join(stage_table(results)))
     for name, (picked, _) in excerpts.items():
         print(f"\n=== {name}: failed tasks\n" + "\n".join(picked or ["(none found)"]))
+    # tests/tools/stages prints this after its stage times: the last lines of a CI log name the failed task
+    summary = args.logs / "failed-tasks.txt"
+    summary.unlink(missing_ok=True)
+    if failed:
+        summary.write_text("".join(failure_summary(name, args.logs / f"{name}.log") for name in failed), encoding="utf-8")
     return 1 if failed else 0
+
+
+SUMMARY_LINES = 12  # lines of each failed scenario in failed-tasks.txt
+HOST_FAILED = re.compile(r"^\s*(?:\S+\s+)?(fatal|failed): \[")
+
+
+def failure_summary(name, log_path):
+    """A few lines for the very end of a CI log: the last task that failed (the one that ended the play; a failure a
+    rescue caught comes before it) and its first lines."""
+    lines = [ANSI.sub("", line.rstrip("\n")).strip(" │")
+             for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines()]
+    last_task, found = None, None
+    for number, line in enumerate(lines):
+        if "TASK [" in line:
+            last_task = line
+        elif HOST_FAILED.search(line) and "...ignoring" not in "".join(lines[number + 1:number + 3]):
+            found = (last_task, number)
+    if found is None:
+        return f"=== {name}: no failed task in {log_path}\n"
+    task, number = found
+    return (f"=== {name}: the failed task ({log_path})\n{task}\n"
+            + "\n".join(line[:300] for line in lines[number:number + SUMMARY_LINES]) + "\n")
 
 
 if __name__ == "__main__":

@@ -75,6 +75,31 @@ def test_the_failed_tasks_are_the_last_lines_printed(tmp_path, monkeypatch, caps
     assert "msg: no takeover" in out[-3:]
 
 
+def test_the_task_that_ended_the_play_goes_to_failed_tasks_txt(tmp_path, monkeypatch):
+    """tests/tools/stages prints failed-tasks.txt after its stage times: the task that ended the play, not a failure a
+    rescue caught before it, nor the destroy stage's last task."""
+    (tmp_path / "infiniband.log").write_text("\n".join([
+        "  │ TASK [Wait until the standby (priority 10) is master] ***",
+        "  │ fatal: [mol-ib-node]: FAILED! => changed=false",
+        "  │ TASK [Ignored] ***",
+        "  │ fatal: [mol-ib-node]: FAILED! => changed=false",
+        "  │ ...ignoring",
+        "  │ TASK [No takeover] ***",
+        "  │ fatal: [mol-ib-node]: FAILED! => changed=false",
+        "  │   msg: the standby did not take over",
+        "  │ TASK [Remove the scenario's containers and networks] ***",
+        "ERROR    Ansible return code was 2",
+    ]) + "\n", encoding="utf-8")
+    monkeypatch.setattr(molecule_lanes, "run", lambda scenarios, jobs, logs: {"infiniband": (2, 10, {})})
+    assert molecule_lanes.main(["--logs", str(tmp_path), "infiniband"]) == 1
+    summary = (tmp_path / "failed-tasks.txt").read_text(encoding="utf-8").splitlines()
+    assert summary[1] == "TASK [No takeover] ***"
+    assert summary[2:4] == ["fatal: [mol-ib-node]: FAILED! => changed=false", "msg: the standby did not take over"]
+    monkeypatch.setattr(molecule_lanes, "run", lambda scenarios, jobs, logs: {"infiniband": (0, 10, {})})
+    assert molecule_lanes.main(["--logs", str(tmp_path), "infiniband"]) == 0
+    assert not (tmp_path / "failed-tasks.txt").exists()
+
+
 def test_a_module_traceback_is_shown_to_its_cause(tmp_path):
     """A module that died prints a traceback under the failed task; its last line says why."""
     frames = [f"    File \"<stdin>\", line {n}, in <module>" for n in range(16)]
