@@ -80,7 +80,7 @@ cards:
   elements: dict
   returned: always
 unmatched:
-  description: The selectors that pick no card on this host, as C(firmware_mlxconfig[i].devices: X).
+  description: "The selectors that pick no card on this host, as C(firmware_mlxconfig[i].devices: X)."
   type: list
   elements: str
   returned: always
