@@ -4,7 +4,7 @@
 """The hpcnet.rdma.firmware_config module's work: the firmware configuration of every ConnectX card of one host as
 desired state, in one call (the firmware role's one module call).
 
-* :func:`desired_state`: read every card once, match the entries (``firmware_mlxconfig``) to the cards, refuse a
+* :func:`desired_state`: read every card before any is written, match the entries (``firmware_mlxconfig``) to the cards, refuse a
   parameter a selected card lacks before any card is written, then set each card through :func:`mlxconfig.configure`
   (which keeps the check-mode gate) and sum up what is pending for the next boot.
 
@@ -29,6 +29,17 @@ def _card_label(card):
     return "%s (%s)" % (",".join(card["devices"]), card["pci"])
 
 
+def _unmatched_text(unmatched):
+    return (" No card on this host matches %s; those entries do nothing here." % ", ".join(unmatched)) if unmatched else ""
+
+
+def _read_again(make_device, pci, sysfs_root, check_mode, fallback):
+    try:
+        return configure(make_device, pci, {}, False, sysfs_root, check_mode)
+    except MlxconfigError:
+        return fallback
+
+
 def desired_state(make_device, devices, entries, sysfs_root, check_mode, read_all=False):
     """``devices`` is ``ansible_facts.rdma.devices``, ``entries`` the role's entries; ``make_device(pci)`` gives the
     mlxconfig.Device of a card. Returns the module's result (without the module's own keys)."""
@@ -48,10 +59,11 @@ def desired_state(make_device, devices, entries, sysfs_root, check_mode, read_al
             raise FirmwareFailure("mlxconfig %s: %s" % (card["pci"], exc))
     infos = dict((pci, read["device_info"]) for pci, read in reads.items())
     targets = firmware_select.targets(devices, entries, infos)
+    unmatched = firmware_select.unmatched_selectors(devices, entries, infos)
     missing = firmware_select.missing_params(targets, list(reads.values()))
     if missing:
         raise FirmwareFailure("%s. Nothing was written. Select the cards that have it (part number, PCI address, "
-                              "mlx5_N) instead of all of them." % "; ".join(missing))
+                              "mlx5_N) instead of all of them.%s" % ("; ".join(missing), _unmatched_text(unmatched)))
     results, refused = dict(reads), []
     for target in targets:
         try:
@@ -60,6 +72,9 @@ def desired_state(make_device, devices, entries, sysfs_root, check_mode, read_al
         except MlxconfigError as exc:
             refused.append(dict(pci=target["pci"], devices=target["devices"], changed=exc.changed,
                                 msg="mlxconfig %s: %s" % (target["pci"], exc)))
+            if exc.changed:  # written, then the read-back differed: what the card now has pending is reported
+                results[target["pci"]] = _read_again(make_device, target["pci"], sysfs_root, check_mode,
+                                                     results[target["pci"]])
     by_pci = dict((card["pci"], card) for card in cards)
     out_cards = [dict(results[pci], devices=by_pci[pci]["devices"],
                       params=next((t["params"] for t in targets if t["pci"] == pci), {}))
@@ -73,7 +88,7 @@ def desired_state(make_device, devices, entries, sysfs_root, check_mode, read_al
     return dict(
         changed=bool(commands) or any(item["changed"] for item in refused),
         cards=out_cards,
-        unmatched=firmware_select.unmatched_selectors(devices, entries, infos),
+        unmatched=unmatched,
         commands=commands,
         reboot_reasons=firmware_select.reboot_reasons(out_cards, devices),
         refused=refused,

@@ -29,8 +29,8 @@ def cards(devices):
     function order], functions: {pci: name}, board_id}]``. Devices without a PCI address (rxe, siw) have no card."""
     by_card = {}
     for name, dev in sorted((devices or {}).items()):
-        pci = (dev or {}).get("pci_address")
-        if not pci or not _PCI_RE.match(pci):
+        pci = canonical_pci((dev or {}).get("pci_address") if isinstance(dev, dict) else None)
+        if not pci:
             continue
         by_card.setdefault(pci.rsplit(".", 1)[0], []).append((pci, name, dev))
     out = []
@@ -39,6 +39,16 @@ def cards(devices):
         out.append({"pci": fns[0][0], "devices": [name for _pci, name, _dev in fns],
                     "functions": dict((pci, name) for pci, name, _dev in fns), "board_id": fns[0][2].get("board_id")})
     return out
+
+
+def canonical_pci(pci):
+    """A PCI function address as the tools print it (``0000:0c:00.0``: domain added, lower case), or None for
+    anything else (no function, not a PCI address)."""
+    match = _PCI_RE.match(pci.strip()) if isinstance(pci, str) else None
+    if not match or match.group(4) is None:
+        return None
+    return "%s:%s:%s.%s" % ((match.group(1) or "0000").lower(), match.group(2).lower(), match.group(3).lower(),
+                            match.group(4))
 
 
 def _part_number(info):
@@ -89,7 +99,7 @@ def check_entries(entries):
         return ["firmware_mlxconfig must be a list of {devices, params}, got %s" % type(entries).__name__]
     for index, entry in enumerate(entries):
         where = "firmware_mlxconfig[%d]" % index
-        if not isinstance(entry, dict) or set(entry) - {"devices", "params"} or "devices" not in entry:
+        if not isinstance(entry, dict) or set(entry) != {"devices", "params"}:
             errors.append("%s must be a map with keys devices and params, got %r" % (where, entry))
             continue
         selectors = selectors_of(entry)

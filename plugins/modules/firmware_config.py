@@ -12,7 +12,7 @@ module: firmware_config
 short_description: The firmware configuration of every ConnectX card of a host as desired state, in one call
 version_added: "0.7.0"
 description:
-  - Reads every ConnectX card of the host once (C(<tool> -d <pci> -e q), one PCI function per card), matches
+  - Reads every ConnectX card of the host first (C(<tool> -d <pci> -e q), one PCI function per card), matches
     O(entries) to the cards by their selectors, and sets on each card the parameters whose next-boot value differs,
     in one C(<tool> -y -d <pci> set A=B ...) call per card. This is what M(hpcnet.rdma.mlxconfig) does for one card,
     for the whole host, with the checks that span cards.

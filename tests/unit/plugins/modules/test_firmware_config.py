@@ -124,6 +124,9 @@ def test_a_part_number_selector_matches_the_card_read(host):
 @pytest.mark.parametrize("entries,fragment", [
     ([{"devices": "all", "params": {"NO_SUCH_P1": 1}}], "has no parameter NO_SUCH_P1. Nothing was written."),
     ([{"params": {"LINK_TYPE_P2": "IB"}}], "firmware_mlxconfig[0]"),
+    ([{"devices": "all"}], "firmware_mlxconfig[0] must be a map with keys devices and params"),
+    ([{"devices": "all", "params": {"NO_SUCH_P1": 1}}, {"devices": ["MCX75310AAS-NEAT"], "params": {"SRIOV_EN": True}}],
+     "No card on this host matches firmware_mlxconfig[1].devices: MCX75310AAS-NEAT"),
 ])
 def test_bad_entries_fail_before_anything_is_written(host, entries, fragment):
     root = host()
@@ -279,10 +282,8 @@ def test_the_rolling_reboot_compares_the_read_entry_points_cards(cards3):
     assert now["reboot_reasons"] == [] and not now["changed"]
 
 
-# ------------------------------------------------------------------------------------ defects found in review (xfail)
+# ------------------------------------------------------------------------------------ defects found in review (fixed)
 
-@pytest.mark.xfail(strict=True, raises=KeyError, reason="firmware_apply keys the diff by the normalized address the tool "
-                   "was called with (by_pci[card['device']]): a pci_address in upper case or without domain is a KeyError")
 @pytest.mark.parametrize("address", ["0000:2A:00.0", "2a:00.0"])
 def test_a_pci_address_not_in_canonical_form_is_no_traceback(cards3, address):
     root = cards3()
@@ -292,8 +293,6 @@ def test_a_pci_address_not_in_canonical_form_is_no_traceback(cards3, address):
     assert failed or [card["device"] for card in result["cards"]] == ["0000:18:00.0", "0000:2a:00.0", "0000:41:00.0"]
 
 
-@pytest.mark.xfail(strict=True, reason="a card refused after a write (changed=True: the set ran, the read-back differs) "
-                   "keeps its read from before the write: what the set did write is not in reboot_reasons")
 def test_a_card_refused_after_its_write_reports_what_it_has_pending(cards3, monkeypatch):
     from ansible_collections.hpcnet.rdma.plugins.module_utils import mlxconfig
     root = cards3()
