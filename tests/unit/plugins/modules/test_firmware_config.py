@@ -10,70 +10,42 @@ import os
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import gather_rdma_sysfs
 from ansible_collections.hpcnet.rdma.plugins.modules import firmware_config
-from simhost import profile, tree  # tests/simhost, on sys.path via tests/unit/conftest.py
 
-SIM_BIN = Path(__file__).resolve().parents[3] / "simhost" / "bin"
-
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def _exits(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: (_ for _ in ()).throw(ExitJson(kw)))
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json",
-                        lambda self, msg, **kw: (_ for _ in ()).throw(FailJson(dict(kw, msg=msg))))
+VPI = "cx7_vpi_2p"
+CARDS3 = "mixed_ib_roce_down"
 
 
 @pytest.fixture(name="host")
-def _host(monkeypatch, tmp_path):
-    root = tmp_path / "sys"
-    monkeypatch.setenv("SIMHOST_PERSIST_DIR", str(tmp_path / "disk"))
-    monkeypatch.setenv("SIMHOST_SYSFS_ROOT", str(root))
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "mstconfig").symlink_to(SIM_BIN / "mstconfig")
-    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ.get("PATH", "")))
-
-    def boot():
-        tree.build_tree(profile.load("cx7_vpi_2p"), root, host_index=1)
-        return root
-    boot()
-    return boot
+def _host(sim_host):
+    return sim_host(VPI)
 
 
-def _run(root, check=False, **args):
-    args = dict({"sysfs_root": str(root), "tool": "mstconfig", "devices": gather_rdma_sysfs(str(root))["devices"]}, **args)
-    if check:
-        args["_ansible_check_mode"] = True
-    with patch_module_args(args):
-        with pytest.raises((ExitJson, FailJson)) as info:
-            firmware_config.main()
-    return info.value.args[0], isinstance(info.value, FailJson)
+@pytest.fixture(name="fw")
+def _fw(run_module):
+    """``fw(root, check=False, **args)``: the module on the simulated host at ``root``, its devices as rdma_facts reads
+    them (tests/unit/plugins/modules/conftest.py runs it)."""
+    def run(root, check=False, **args):
+        args = dict({"sysfs_root": str(root), "tool": "mstconfig",
+                     "devices": gather_rdma_sysfs(str(root))["devices"]}, **args)
+        return run_module(firmware_config.main, args, check)
+    return run
 
 
 def _disk():
     return sorted((p, p.read_bytes()) for p in Path(os.environ["SIMHOST_PERSIST_DIR"]).rglob("*") if p.is_file())
 
 
-def test_no_entries_reads_nothing(host):
-    result, failed = _run(host())
+def test_no_entries_reads_nothing(host, fw):
+    result, failed = fw(host())
     assert not failed and not result["changed"]
     assert result["cards"] == [] and result["reboot_reasons"] == [] and result["commands"] == []
 
 
-def test_read_all_reports_each_card_once(host):
-    result, failed = _run(host(), read_all=True)
+def test_read_all_reports_each_card_once(host, fw):
+    result, failed = fw(host(), read_all=True)
     assert not failed and not result["changed"]
     assert [card["device"] for card in result["cards"]] == ["0000:0c:00.0"]
     assert result["cards"][0]["devices"] == ["mlx5_0", "mlx5_1"]
@@ -81,11 +53,11 @@ def test_read_all_reports_each_card_once(host):
     assert result["reboot_reasons"] == []
 
 
-def test_check_mode_plans_and_writes_nothing(host):
+def test_check_mode_plans_and_writes_nothing(host, fw):
     root = host()
     before = _disk()
     entries = [{"devices": "all", "params": {"LINK_TYPE_P2": "IB"}}]
-    result, failed = _run(root, check=True, entries=entries)
+    result, failed = fw(root, check=True, entries=entries)
     assert not failed and result["changed"]
     assert result["commands"] == ["mstconfig -y -d 0000:0c:00.0 set LINK_TYPE_P2=IB"]
     assert result["reboot_reasons"] == [{"device": "mlx5_1", "pci": "0000:0c:00.1", "card": "0000:0c:00.0",
@@ -95,29 +67,29 @@ def test_check_mode_plans_and_writes_nothing(host):
     assert _disk() == before
 
 
-def test_set_then_second_run_changes_nothing_and_the_reboot_makes_it_current(host):
+def test_set_then_second_run_changes_nothing_and_the_reboot_makes_it_current(host, fw):
     root = host()
     entries = [{"devices": ["mlx5_1"], "params": {"LINK_TYPE_P2": "IB"}}]
-    first, failed = _run(root, entries=entries)
+    first, failed = fw(root, entries=entries)
     assert not failed and first["changed"] and len(first["reboot_reasons"]) == 1
-    second, _ = _run(root, entries=entries)
+    second, _ = fw(root, entries=entries)
     assert not second["changed"] and second["commands"] == [] and len(second["reboot_reasons"]) == 1
     root = host()  # reboot
-    after, _ = _run(root, entries=entries)
+    after, _ = fw(root, entries=entries)
     assert not after["changed"] and after["reboot_reasons"] == []
     assert after["cards"][0]["config"]["LINK_TYPE_P2"]["current"] == 1
 
 
-def test_a_selector_that_picks_no_card_is_returned(host):
+def test_a_selector_that_picks_no_card_is_returned(host, fw):
     entries = [{"devices": ["MCX75310AAS-NEAT"], "params": {"SRIOV_EN": True}}]
-    result, failed = _run(host(), entries=entries)
+    result, failed = fw(host(), entries=entries)
     assert not failed and not result["changed"]
     assert result["unmatched"] == ["firmware_mlxconfig[0].devices: MCX75310AAS-NEAT"]
 
 
-def test_a_part_number_selector_matches_the_card_read(host):
+def test_a_part_number_selector_matches_the_card_read(host, fw):
     entries = [{"devices": ["MCX755106AS-HEAT"], "params": {"LINK_TYPE_P2": "IB"}}]
-    result, failed = _run(host(), check=True, entries=entries)
+    result, failed = fw(host(), check=True, entries=entries)
     assert not failed and result["changed"] and result["unmatched"] == []
 
 
@@ -128,17 +100,17 @@ def test_a_part_number_selector_matches_the_card_read(host):
     ([{"devices": "all", "params": {"NO_SUCH_P1": 1}}, {"devices": ["MCX75310AAS-NEAT"], "params": {"SRIOV_EN": True}}],
      "No card on this host matches firmware_mlxconfig[1].devices: MCX75310AAS-NEAT"),
 ])
-def test_bad_entries_fail_before_anything_is_written(host, entries, fragment):
+def test_bad_entries_fail_before_anything_is_written(host, entries, fragment, fw):
     root = host()
     before = _disk()
-    result, failed = _run(root, entries=entries)
+    result, failed = fw(root, entries=entries)
     assert failed and not result["changed"]
     assert fragment in result["msg"], result["msg"]
     assert _disk() == before
 
 
-def test_a_card_the_tool_refuses_is_returned_not_raised(host):
-    result, failed = _run(host(), entries=[{"devices": "all", "params": {"LINK_TYPE_P2": "FOO"}}])
+def test_a_card_the_tool_refuses_is_returned_not_raised(host, fw):
+    result, failed = fw(host(), entries=[{"devices": "all", "params": {"LINK_TYPE_P2": "FOO"}}])
     assert not failed and not result["changed"]
     assert result["refused"][0]["pci"] == "0000:0c:00.0"
     assert "LINK_TYPE_P2=FOO is not a value the device accepts" in result["refused"][0]["msg"]
@@ -149,20 +121,8 @@ def test_a_card_the_tool_refuses_is_returned_not_raised(host):
 # part number MCX755106AS-HEAT, PSID MT_0000000838, NUM_OF_VFS at most 127.
 
 @pytest.fixture(name="cards3")
-def _cards3(monkeypatch, tmp_path):
-    root = tmp_path / "sys"
-    monkeypatch.setenv("SIMHOST_PERSIST_DIR", str(tmp_path / "disk"))
-    monkeypatch.setenv("SIMHOST_SYSFS_ROOT", str(root))
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "mstconfig").symlink_to(SIM_BIN / "mstconfig")
-    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ.get("PATH", "")))
-
-    def boot():
-        tree.build_tree(profile.load("mixed_ib_roce_down"), root, host_index=1)
-        return root
-    boot()
-    return boot
+def _cards3(sim_host):
+    return sim_host(CARDS3)
 
 
 def _pcis(result):
@@ -180,35 +140,35 @@ def _pcis(result):
     (["mt_0000000838"], ["0000:18:00.0", "0000:2a:00.0", "0000:41:00.0"]),        # PSID, any case
     (["0000:18:00.1"], []),                              # a function the card does not have
 ])
-def test_every_kind_of_selector(cards3, selectors, pcis):
+def test_every_kind_of_selector(cards3, selectors, pcis, fw):
     root = cards3()
     before = _disk()
-    result, failed = _run(root, check=True, entries=[{"devices": selectors, "params": {"SRIOV_EN": True}}])
+    result, failed = fw(root, check=True, entries=[{"devices": selectors, "params": {"SRIOV_EN": True}}])
     assert not failed and _pcis(result) == pcis and result["changed"] == bool(pcis)
     assert bool(result["unmatched"]) == (not pcis)
     assert _disk() == before
 
 
-def test_overlapping_entries_one_call_per_card_later_entries_win(cards3):
+def test_overlapping_entries_one_call_per_card_later_entries_win(cards3, fw):
     root = cards3()
     entries = [{"devices": "all", "params": {"SRIOV_EN": True, "NUM_OF_VFS": 8}},
                {"devices": ["mlx5_0", "0000:18:00", "MT_0000000838"], "params": {"NUM_OF_VFS": 4}},
                {"devices": ["mlx5_1"], "params": {"NUM_OF_VFS": 16}},
                {"devices": ["mlx5_1"], "params": {"NUM_OF_VFS": 16}}]
-    first, failed = _run(root, entries=entries)
+    first, failed = fw(root, entries=entries)
     assert not failed and first["changed"]
     assert first["commands"] == ["mstconfig -y -d 0000:18:00.0 set NUM_OF_VFS=4 SRIOV_EN=True",
                                  "mstconfig -y -d 0000:2a:00.0 set NUM_OF_VFS=16 SRIOV_EN=True",
                                  "mstconfig -y -d 0000:41:00.0 set NUM_OF_VFS=4 SRIOV_EN=True"]
-    second, _ = _run(root, entries=entries)
+    second, _ = fw(root, entries=entries)
     assert not second["changed"] and second["commands"] == [] and len(second["reboot_reasons"]) == 6
 
 
-def test_a_refused_card_does_not_hide_what_the_others_have_pending(cards3):
+def test_a_refused_card_does_not_hide_what_the_others_have_pending(cards3, fw):
     root = cards3()
     entries = [{"devices": ["mlx5_0"], "params": {"SRIOV_EN": True, "NUM_OF_VFS": 8}},
                {"devices": ["mlx5_1"], "params": {"NUM_OF_VFS": 60000}}]  # the tool refuses it (at most 127)
-    result, failed = _run(root, entries=entries)
+    result, failed = fw(root, entries=entries)
     assert not failed and result["changed"]
     assert result["commands"] == ["mstconfig -y -d 0000:18:00.0 set NUM_OF_VFS=8 SRIOV_EN=True"]
     assert [(r["pci"], r["changed"]) for r in result["refused"]] == [("0000:2a:00.0", False)]
@@ -216,15 +176,15 @@ def test_a_refused_card_does_not_hide_what_the_others_have_pending(cards3):
     assert sorted((r["device"], r["parameter"]) for r in result["reboot_reasons"]) == [
         ("mlx5_0", "NUM_OF_VFS"), ("mlx5_0", "SRIOV_EN")]
     assert [card["device"] for card in result["cards"]] == ["0000:18:00.0", "0000:2a:00.0", "0000:41:00.0"]
-    again, failed = _run(root, entries=entries)
+    again, failed = fw(root, entries=entries)
     assert not failed and not again["changed"] and again["commands"] == [] and len(again["refused"]) == 1
 
 
-def test_check_mode_with_a_refused_card_writes_nothing(cards3):
+def test_check_mode_with_a_refused_card_writes_nothing(cards3, fw):
     root = cards3()
     before = _disk()
     entries = [{"devices": ["mlx5_0"], "params": {"SRIOV_EN": True}}, {"devices": ["mlx5_1"], "params": {"SRIOV_EN": "MAYBE"}}]
-    result, failed = _run(root, check=True, entries=entries)
+    result, failed = fw(root, check=True, entries=entries)
     assert not failed and result["changed"] and _pcis(result) == ["0000:18:00.0"]
     assert [r["pci"] for r in result["refused"]] == ["0000:2a:00.0"]
     assert _disk() == before
@@ -245,38 +205,38 @@ def test_check_mode_with_a_refused_card_writes_nothing(cards3):
     ([{"devices": ["mlx5_9"], "params": {"SRIOV_EN": True}}, {"devices": "all", "params": {"LINK_TYPE_P1": "IB"}}],
      "mlx5_0 (0000:18:00.0) has no parameter LINK_TYPE_P1; mlx5_1"),
 ])
-def test_bad_entries_fail_with_a_message_and_write_nothing(cards3, entries, fragment):
+def test_bad_entries_fail_with_a_message_and_write_nothing(cards3, entries, fragment, fw):
     root = cards3()
     before = _disk()
-    result, failed = _run(root, entries=entries)
+    result, failed = fw(root, entries=entries)
     assert failed and not result.get("changed") and fragment in result["msg"], result
     assert _disk() == before
 
 
 @pytest.mark.parametrize("devices", [{}, {"rxe0": {"pci_address": None, "ports": {}}}, {"siw0": {}}])
-def test_no_card_reads_nothing(cards3, devices):
+def test_no_card_reads_nothing(cards3, devices, fw):
     root = cards3()
-    result, failed = _run(root, read_all=True, devices=devices)
+    result, failed = fw(root, read_all=True, devices=devices)
     assert not failed and not result["changed"] and result["cards"] == [] and result["reboot_reasons"] == []
-    result, failed = _run(root, devices=devices, entries=[{"devices": "all", "params": {"SRIOV_EN": True}}])
+    result, failed = fw(root, devices=devices, entries=[{"devices": "all", "params": {"SRIOV_EN": True}}])
     assert not failed and not result["changed"] and result["unmatched"] == ["firmware_mlxconfig[0].devices: all"]
 
 
-def test_rxe_next_to_the_cards_is_no_card(cards3):
+def test_rxe_next_to_the_cards_is_no_card(cards3, fw):
     root = cards3()
     devices = dict(gather_rdma_sysfs(str(root))["devices"], rxe0={"pci_address": None, "ports": {}})
-    result, failed = _run(root, check=True, devices=devices, entries=[{"devices": ["rxe0", "mlx5_2"], "params": {"SRIOV_EN": True}}])
+    result, failed = fw(root, check=True, devices=devices, entries=[{"devices": ["rxe0", "mlx5_2"], "params": {"SRIOV_EN": True}}])
     assert not failed and _pcis(result) == ["0000:41:00.0"]
     assert result["unmatched"] == ["firmware_mlxconfig[0].devices: rxe0"]
 
 
-def test_the_rolling_reboot_compares_the_read_entry_points_cards(cards3):
+def test_the_rolling_reboot_compares_the_read_entry_points_cards(cards3, fw):
     """playbooks/tasks/rolling_reboot_host.yml: rdma_reboot_reasons before the reboot | firmware_after_reboot(cards)."""
     from ansible_collections.hpcnet.rdma.plugins.filter.firmware import firmware_after_reboot
     root = cards3()
     entries = [{"devices": "all", "params": {"SRIOV_EN": True}}, {"devices": ["mlx5_1"], "params": {"NUM_OF_VFS": 8}}]
-    before, _ = _run(root, entries=entries)
-    now, _ = _run(cards3(), read_all=True)  # reboot, then tasks_from: read.yml
+    before, _ = fw(root, entries=entries)
+    now, _ = fw(cards3(), read_all=True)  # reboot, then tasks_from: read.yml
     after = firmware_after_reboot(before["reboot_reasons"], now["cards"])
     assert after["not_applied"] == [] and len(after["current"]) == 4
     assert now["reboot_reasons"] == [] and not now["changed"]
@@ -285,15 +245,15 @@ def test_the_rolling_reboot_compares_the_read_entry_points_cards(cards3):
 # ------------------------------------------------------------------------------------ defects found in review (fixed)
 
 @pytest.mark.parametrize("address", ["0000:2A:00.0", "2a:00.0"])
-def test_a_pci_address_not_in_canonical_form_is_no_traceback(cards3, address):
+def test_a_pci_address_not_in_canonical_form_is_no_traceback(cards3, address, fw):
     root = cards3()
     devices = gather_rdma_sysfs(str(root))["devices"]
     devices["mlx5_1"] = dict(devices["mlx5_1"], pci_address=address)
-    result, failed = _run(root, check=True, devices=devices, read_all=True)
+    result, failed = fw(root, check=True, devices=devices, read_all=True)
     assert failed or [card["device"] for card in result["cards"]] == ["0000:18:00.0", "0000:2a:00.0", "0000:41:00.0"]
 
 
-def test_a_card_refused_after_its_write_reports_what_it_has_pending(cards3, monkeypatch):
+def test_a_card_refused_after_its_write_reports_what_it_has_pending(cards3, monkeypatch, fw):
     from ansible_collections.hpcnet.rdma.plugins.module_utils import mlxconfig
     root = cards3()
     real = mlxconfig.Device.query_all
@@ -304,7 +264,7 @@ def test_a_card_refused_after_its_write_reports_what_it_has_pending(cards3, monk
             query["params"]["NUM_OF_VFS"]["next_boot"] = "0"  # the read-back after the set: NUM_OF_VFS did not take
         return query
     monkeypatch.setattr(mlxconfig.Device, "query_all", query_all)
-    result, failed = _run(root, entries=[{"devices": "all", "params": {"SRIOV_EN": True, "NUM_OF_VFS": 8}}])
+    result, failed = fw(root, entries=[{"devices": "all", "params": {"SRIOV_EN": True, "NUM_OF_VFS": 8}}])
     assert not failed and result["changed"]
     assert [(r["pci"], r["changed"]) for r in result["refused"]] == [("0000:2a:00.0", True)]
     assert ("mlx5_1", "SRIOV_EN") in [(r["device"], r["parameter"]) for r in result["reboot_reasons"]]

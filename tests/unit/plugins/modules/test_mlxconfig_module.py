@@ -10,60 +10,28 @@ import os
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpcnet.rdma.plugins.modules import mlxconfig
-from simhost import profile, tree  # tests/simhost, on sys.path via tests/unit/conftest.py
 
-SIM_BIN = Path(__file__).resolve().parents[3] / "simhost" / "bin"
 VPI = "cx7_vpi_2p"
 
 
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def _exits(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: (_ for _ in ()).throw(ExitJson(kw)))
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", lambda self, msg, **kw: (_ for _ in ()).throw(FailJson(dict(kw, msg=msg))))
-
-
 @pytest.fixture(name="host")
-def _host(monkeypatch, tmp_path):
-    root = tmp_path / "sys"
-    monkeypatch.setenv("SIMHOST_PERSIST_DIR", str(tmp_path / "disk"))
-    monkeypatch.setenv("SIMHOST_SYSFS_ROOT", str(root))
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "mstconfig").symlink_to(SIM_BIN / "mstconfig")
-    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ.get("PATH", "")))
-
-    def boot(name=VPI):
-        tree.build_tree(profile.load(name), root, host_index=1)
-        return root
-    boot()
-    return boot
+def _host(sim_host):
+    return sim_host(VPI)
 
 
-def _run(root, check=False, **args):
-    args = dict({"sysfs_root": str(root), "tool": "mstconfig"}, **args)
-    if check:
-        args["_ansible_check_mode"] = True
-    with patch_module_args(args):
-        with pytest.raises((ExitJson, FailJson)) as info:
-            mlxconfig.main()
-    return info.value.args[0], isinstance(info.value, FailJson)
+@pytest.fixture(name="mlx")
+def _mlx(run_module):
+    """``mlx(root, check=False, **args)``: the module on the simulated host at ``root`` (conftest.py runs it)."""
+    def run(root, check=False, **args):
+        return run_module(mlxconfig.main, dict({"sysfs_root": str(root), "tool": "mstconfig"}, **args), check)
+    return run
 
 
-def test_read_only_reports_what_the_card_has_pending(host):
+def test_read_only_reports_what_the_card_has_pending(host, mlx):
     root = host()
-    result, failed = _run(root, device="mlx5_1")
+    result, failed = mlx(root, device="mlx5_1")
     assert not failed and not result["changed"] and result["commands"] == []
     assert result["device"] == "0000:0c:00.1" and result["tool"] == "mstconfig"
     assert result["device_info"]["name"] == "MCX755106AS-HEAT_Ax"
@@ -71,9 +39,9 @@ def test_read_only_reports_what_the_card_has_pending(host):
     assert result["pending"] == {} and result["reboot_required"] is False
 
 
-def test_check_mode_shows_the_plan_and_changes_nothing(host):
+def test_check_mode_shows_the_plan_and_changes_nothing(host, mlx):
     root = host()
-    result, failed = _run(root, check=True, device="mlx5_1", params={"LINK_TYPE_P2": "IB", "SRIOV_EN": True, "NUM_OF_VFS": 4})
+    result, failed = mlx(root, check=True, device="mlx5_1", params={"LINK_TYPE_P2": "IB", "SRIOV_EN": True, "NUM_OF_VFS": 4})
     assert not failed and result["changed"]
     assert result["commands"] == [["mstconfig", "-y", "-d", "0000:0c:00.1", "set", "LINK_TYPE_P2=IB", "NUM_OF_VFS=4",
                                    "SRIOV_EN=True"]]
@@ -83,39 +51,39 @@ def test_check_mode_shows_the_plan_and_changes_nothing(host):
     assert result["reboot_required"] is True
     assert result["diff"] == {"before": {"LINK_TYPE_P2": 2, "NUM_OF_VFS": 0, "SRIOV_EN": 0},
                               "after": {"LINK_TYPE_P2": 1, "NUM_OF_VFS": 4, "SRIOV_EN": 1}}
-    again, _ = _run(root, device="mlx5_1")
+    again, _ = mlx(root, device="mlx5_1")
     assert again["config"]["LINK_TYPE_P2"]["next_boot"] == 2, "check mode wrote the firmware"
 
 
-def test_set_then_second_run_changes_nothing_before_the_reboot(host):
+def test_set_then_second_run_changes_nothing_before_the_reboot(host, mlx):
     root = host()
     params = {"LINK_TYPE_P2": "IB", "ATS_ENABLED": False}
-    first, failed = _run(root, device="0000:0c:00.0", params=params)
+    first, failed = mlx(root, device="0000:0c:00.0", params=params)
     assert not failed and first["changed"] and first["reboot_required"]
     assert first["pending"] == {"LINK_TYPE_P2": {"current": 2, "next_boot": 1,
                                                  "printed": {"current": "ETH(2)", "next_boot": "IB(1)"}}}
-    second, _ = _run(root, device="mlx5_1", params=params)
+    second, _ = mlx(root, device="mlx5_1", params=params)
     assert not second["changed"] and second["commands"] == [] and second["reboot_required"]
 
 
-def test_the_reboot_makes_next_boot_current_and_flips_the_port(host):
+def test_the_reboot_makes_next_boot_current_and_flips_the_port(host, mlx):
     root = host()
-    _run(root, device="mlx5_1", params={"LINK_TYPE_P2": "IB"})
+    mlx(root, device="mlx5_1", params={"LINK_TYPE_P2": "IB"})
     assert (root / "class/infiniband/mlx5_1/ports/1/link_layer").read_text().strip() == "Ethernet"
     root = host()  # reboot
-    after, _ = _run(root, device="mlx5_1", params={"LINK_TYPE_P2": "IB"})
+    after, _ = mlx(root, device="mlx5_1", params={"LINK_TYPE_P2": "IB"})
     assert not after["changed"] and after["pending"] == {} and after["reboot_required"] is False
     assert after["config"]["LINK_TYPE_P2"] == {"default": 1, "current": 1, "next_boot": 1}
     assert (root / "class/infiniband/mlx5_1/ports/1/link_layer").read_text().strip() == "InfiniBand"
 
 
-def test_reset_restores_the_defaults(host):
+def test_reset_restores_the_defaults(host, mlx):
     root = host()
-    result, failed = _run(root, device="mlx5_0", reset=True)
+    result, failed = mlx(root, device="mlx5_0", reset=True)
     assert not failed and result["changed"]
     assert result["commands"] == [["mstconfig", "-y", "-d", "0000:0c:00.0", "reset"]]
     assert result["pending"]["LINK_TYPE_P2"]["printed"] == {"current": "ETH(2)", "next_boot": "IB(1)"}
-    again, _ = _run(root, device="mlx5_0", reset=True)
+    again, _ = mlx(root, device="mlx5_0", reset=True)
     assert not again["changed"]
 
 
@@ -129,18 +97,18 @@ def test_reset_restores_the_defaults(host):
     ({"device": "0000:99:00.0"}, "Failed to open the device"),
     ({"device": "mlx5_1", "tool": "mlxconfig"}, "mlxconfig is not installed (NVIDIA MFT)"),
 ])
-def test_errors_name_the_parameter_and_write_nothing(host, args, fragment):
+def test_errors_name_the_parameter_and_write_nothing(host, args, fragment, mlx):
     root = host()
     disk = Path(os.environ["SIMHOST_PERSIST_DIR"])
     before = sorted((p, p.read_bytes()) for p in disk.rglob("*") if p.is_file())
-    result, failed = _run(root, **args)
+    result, failed = mlx(root, **args)
     assert failed and not result["changed"]
     assert fragment in result["msg"], result["msg"]
     assert sorted((p, p.read_bytes()) for p in disk.rglob("*") if p.is_file()) == before
 
 
-def test_a_refused_set_after_a_reset_reports_the_reset(host):
+def test_a_refused_set_after_a_reset_reports_the_reset(host, mlx):
     root = host()
-    result, failed = _run(root, device="mlx5_0", reset=True, params={"NUM_OF_VFS": 9999, "SRIOV_EN": True})
+    result, failed = mlx(root, device="mlx5_0", reset=True, params={"NUM_OF_VFS": 9999, "SRIOV_EN": True})
     assert failed and result["changed"] is True
     assert "the reset before it WAS applied" in result["msg"] and "NUM_OF_VFS" in result["msg"]

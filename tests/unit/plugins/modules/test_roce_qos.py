@@ -6,55 +6,23 @@ the same commands it would run on a real host, against a model that keeps their 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpcnet.rdma.plugins.modules import roce_qos
-from simhost import kernelfs, profile, tree  # tests/simhost, on sys.path via tests/unit/conftest.py
+from simhost import kernelfs  # tests/simhost, on sys.path via tests/unit/conftest.py
 
-SIM_BIN = Path(__file__).resolve().parents[3] / "simhost" / "bin"
 LOSSLESS = {"trust": "dscp", "pfc": [3], "dscp2prio": {"26": 3, "48": 6}, "ecn": [3], "cnp_dscp": 48, "cnp_priority": 6,
             "traffic_class": 106, "roce_tos": 106, "roce_mode": "v2", "global_pause": False}
+QOS_TOOLS = ("mlnx_qos", "dcb", "ethtool")
 
 
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def _exits(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: (_ for _ in ()).throw(ExitJson(kw)))
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", lambda self, msg, **kw: (_ for _ in ()).throw(FailJson(dict(kw, msg=msg))))
-
-
-def _host(monkeypatch, tmp_path, name, tools=("mlnx_qos", "dcb", "ethtool")):
-    root = tmp_path / "sys"
-    tree.build_tree(profile.load(name), root, host_index=1)
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    for tool in tools:
-        (bindir / tool).symlink_to(SIM_BIN / tool)
-    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ.get("PATH", "")))
-    monkeypatch.setenv("SIMHOST_SYSFS_ROOT", str(root))
-    return root
-
-
-def _run(root, check=False, **settings):
-    args = dict({"netdev": "enp12s0np0", "sysfs_root": str(root)}, **settings)
-    if check:
-        args["_ansible_check_mode"] = True
-    with patch_module_args(args):
-        with pytest.raises((ExitJson, FailJson)) as info:
-            roce_qos.main()
-    return info.value.args[0], isinstance(info.value, FailJson)
+@pytest.fixture(name="qos")
+def _qos(run_module):
+    """``qos(root, check=False, **settings)``: the module on enp12s0np0 of the simulated host at ``root``."""
+    def run(root, check=False, **settings):
+        return run_module(roce_qos.main, dict({"netdev": "enp12s0np0", "sysfs_root": str(root)}, **settings), check)
+    return run
 
 
 def _settle(root):
@@ -63,42 +31,42 @@ def _settle(root):
         kernelfs.settle(root)
 
 
-def test_a_read_without_settings_never_changes(monkeypatch, tmp_path):
-    root = _host(monkeypatch, tmp_path, "cx7_roce_400g_2x_ofed")
-    result, failed = _run(root)
+def test_a_read_without_settings_never_changes(qos, sim_host):
+    root = sim_host("cx7_roce_400g_2x_ofed", QOS_TOOLS).root
+    result, failed = qos(root)
     assert not failed and result["changed"] is False and result["commands"] == []
     assert result["before"]["trust"] == "pcp" and result["before"]["pfc"] == [] and result["before"]["global_pause"] is True
     assert result["backend"] == "mlnx_qos" and result["rdma_device"] == "mlx5_0:1"
 
 
-def test_check_mode_plans_and_changes_nothing(monkeypatch, tmp_path):
-    root = _host(monkeypatch, tmp_path, "cx7_roce_400g_2x_ofed")
-    result, _ = _run(root, check=True, **LOSSLESS)
+def test_check_mode_plans_and_changes_nothing(qos, sim_host):
+    root = sim_host("cx7_roce_400g_2x_ofed", QOS_TOOLS).root
+    result, _ = qos(root, check=True, **LOSSLESS)
     assert result["changed"] is True and result["after"]["trust"] == "dscp"
-    again, _ = _run(root)
+    again, _ = qos(root)
     assert again["before"]["trust"] == "pcp" and again["before"]["global_pause"] is True
 
 
 @pytest.mark.parametrize("name, backend", [("cx7_roce_400g_2x_ofed", "mlnx_qos"), ("cx7_roce_400g_2x", "dcb")])
-def test_lossless_profile_applies_and_a_second_run_changes_nothing(monkeypatch, tmp_path, name, backend):
+def test_lossless_profile_applies_and_a_second_run_changes_nothing(name, backend, qos, sim_host):
     tools = ("mlnx_qos", "dcb", "ethtool") if backend == "mlnx_qos" else ("dcb", "ethtool")
-    root = _host(monkeypatch, tmp_path, name, tools)
-    first, failed = _run(root, **LOSSLESS)
+    root = sim_host(name, tools).root
+    first, failed = qos(root, **LOSSLESS)
     assert not failed, first["msg"]
     assert first["changed"] is True and first["backend"] == backend
     assert first["after"]["trust"] == "dscp" and first["after"]["pfc"] == [3] and first["after"]["global_pause"] is False
     assert first["after"]["dscp2prio"][26] == 3 and first["after"]["dscp2prio"][48] == 6
     _settle(root)
-    second, _ = _run(root, **LOSSLESS)
+    second, _ = qos(root, **LOSSLESS)
     assert second["changed"] is False and second["commands"] == [], second["commands"]
     if backend == "dcb":  # inbox: no ecn/ tree, so ECN and CNP are firmware settings, never changed here
         assert first["firmware"] == {"ROCE_CC_PRIO_MASK_P1": 8, "CNP_DSCP_P1": 48, "CNP_802P_PRIO_P1": 6}
         assert first["after"]["ecn"] is None
 
 
-def test_boot_steps_set_everything_from_a_fresh_driver(monkeypatch, tmp_path):
-    root = _host(monkeypatch, tmp_path, "cx7_roce_400g_2x_ofed")
-    result, _ = _run(root, check=True, **LOSSLESS)
+def test_boot_steps_set_everything_from_a_fresh_driver(qos, sim_host):
+    root = sim_host("cx7_roce_400g_2x_ofed", QOS_TOOLS).root
+    result, _ = qos(root, check=True, **LOSSLESS)
     commands = [argv[1:] for argv in result["boot"]["commands"]]
     assert ["-A", "enp12s0np0", "rx", "off", "tx", "off"] in commands
     assert ["-i", "enp12s0np0", "--trust", "dscp"] in commands and ["-i", "enp12s0np0", "--pfc", "0,0,0,1,0,0,0,0"] in commands
@@ -110,7 +78,7 @@ def test_boot_steps_set_everything_from_a_fresh_driver(monkeypatch, tmp_path):
     ({"pfc": [9]}, r"pfc must be a list of priorities 0-7; got \[9\]"),
     ({"backend": "mlnx_qos"}, r"backend mlnx_qos is not installed on this host"),
 ])
-def test_bad_input_fails_with_a_message_naming_the_field(monkeypatch, tmp_path, settings, message):
-    root = _host(monkeypatch, tmp_path, "cx7_roce_400g_2x", ("dcb", "ethtool"))
-    result, failed = _run(root, **settings)
+def test_bad_input_fails_with_a_message_naming_the_field(settings, message, qos, sim_host):
+    root = sim_host("cx7_roce_400g_2x", ("dcb", "ethtool")).root
+    result, failed = qos(root, **settings)
     assert failed and __import__("re").search(message, result["msg"]), result["msg"]
