@@ -247,6 +247,9 @@ def _checksum_error(field, value, required=True):
 def input_errors(provider, inputs):
     """Every problem with the vendor stack inputs, each naming its field and what it accepts (empty when fine)."""
     errors = []
+    if "platform" in inputs and not inputs.get("platform_supported"):
+        errors.append("hpcnet.rdma.ofed has no package data for %s; supported: Debian, Ubuntu, RedHat family"
+                      % inputs["platform"])
     if provider in VENDOR_PROVIDERS and inputs.get("pkg_mgr") != "apt":
         errors.append("ofed_provider %s: this release installs vendor stacks with apt (Debian, Ubuntu); this host's "
                       "package manager is %s" % (provider, inputs.get("pkg_mgr")))
