@@ -156,6 +156,8 @@ GOOD = "sha256:" + "a" * 64
     ("doca", {"ofed_doca_version": "3.1.0", "pkg_mgr": "apt"}, "DOCA before 3.2 ships kernel packages prebuilt"),
     ("doca", {"ofed_doca_version": "2.9", "pkg_mgr": "apt"}, "use DOCA 3.2 or later"),
     ("inbox", {"ofed_openib_conf": {"ipoib_load": "yes"}}, "not an openib.conf variable"),
+    ("inbox", {"platform": "Gentoo 2.17 (os_family Gentoo)", "platform_supported": False},
+     "no package data for Gentoo 2.17 (os_family Gentoo); supported: Debian, Ubuntu, RedHat family"),
 ])
 def test_input_errors(provider, inputs, fragment):
     errors = ofed_stack.input_errors(provider, inputs)
@@ -165,6 +167,8 @@ def test_input_errors(provider, inputs, fragment):
 def test_good_inputs_have_no_errors():
     assert ofed_stack.input_errors("doca", {"ofed_doca_version": "3.2.1", "ofed_doca_source": "online",
                                             "pkg_mgr": "apt"}) == []
+    assert ofed_stack.input_errors("inbox", {"platform": "Debian 12.8 (os_family Debian)",
+                                             "platform_supported": True}) == []
     assert ofed_stack.input_errors("mlnx_ofed", {"ofed_mlnx_ofed_version": "24.10-1.1.4.0", "pkg_mgr": "apt",
                                                  "ofed_mlnx_ofed_checksum": GOOD,
                                                  "ofed_mlnx_ofed_flags": ["--without-fw-update"]}) == []
