@@ -53,6 +53,37 @@ def resources(scenario):
     return held
 
 
+def foreign_networks(held, networks):
+    """Docker networks no scenario owns that hold a subnet a scenario needs, as "<name> (<subnet>, needed by <s>)".
+
+    ``networks`` maps network names to their subnets (docker network inspect). Such a network, the demo's rails for
+    one (hpcnet-rail0 is on the IB profiles' 10.10.0.0/24), makes a scenario's create fail with Docker's "Pool overlaps
+    with other one on this address space"; it is named before anything runs instead."""
+    owned = {item.split(":", 1)[1] for items in held.values() for item in items if item.startswith("network:")}
+    found = []
+    for name, subnets in sorted(networks.items()):
+        if name in owned:
+            continue
+        for subnet in subnets:
+            users = sorted(s for s, items in held.items() if f"subnet:{subnet}" in items)
+            if users:
+                found.append(f"{name} ({subnet}, needed by {', '.join(users)})")
+    return found
+
+
+def docker_networks():
+    """Every Docker network's name and IPv4/IPv6 subnets; empty when docker cannot be asked."""
+    try:
+        ids = subprocess.run(["docker", "network", "ls", "-q"], capture_output=True, text=True, check=True).stdout.split()
+        if not ids:
+            return {}
+        out = subprocess.run(["docker", "network", "inspect", *ids], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    return {n["Name"]: [c["Subnet"] for c in (n.get("IPAM") or {}).get("Config") or [] if c.get("Subnet")]
+            for n in yaml.safe_load(out) or []}
+
+
 def collides(scenario, running, held):
     """The running scenario this one would collide with, or None."""
     for other in running:
@@ -164,8 +195,14 @@ def main(argv=None):
     if unknown or args.jobs < 1:
         parser.error(f"unknown scenario {', '.join(unknown)}; scenarios: {', '.join(known)}" if unknown
                      else "--jobs must be 1 or more")
+    scenarios = args.scenarios or known
+    in_the_way = foreign_networks({name: resources(name) for name in scenarios}, docker_networks())
+    if in_the_way:
+        print("molecule: Docker networks that are not the scenarios' hold their subnets: " + "; ".join(in_the_way)
+              + ". Remove them first (the demo's: make demo-clean).", file=sys.stderr)
+        return 2
     started = time.monotonic()
-    results = run(args.scenarios or known, args.jobs, args.logs)
+    results = run(scenarios, args.jobs, args.logs)
     failed = [name for name, (returncode, _, _) in results.items() if returncode != 0]
     # what a CI log shows first is its end: the logs' tails, then the recap, then the failed tasks last
     excerpts = {name: failure_excerpt(args.logs / f"{name}.log") for name in failed}

@@ -25,6 +25,21 @@ def test_scenarios_on_the_same_rail_subnets_never_run_together(held):
     assert molecule_lanes.collides("default", ["infiniband", "roce"], held) is None
 
 
+def test_a_network_no_scenario_owns_on_a_scenario_subnet_is_named(held):
+    # the demo's rail networks sit on the IB profiles' subnets: `make demo` then `make test` must say so up front
+    found = molecule_lanes.foreign_networks(held, {"hpcnet-rail0": ["10.10.0.0/24"], "bridge": ["172.17.0.0/16"],
+                                                   "hpcnet-mol-ibrail0": ["10.10.0.0/24"]})
+    assert found == ["hpcnet-rail0 (10.10.0.0/24, needed by infiniband, verify)"]
+    assert molecule_lanes.foreign_networks(held, {"hpcnet-mol-ibrail0": ["10.10.0.0/24"]}) == []
+
+
+def test_main_refuses_before_running_when_such_a_network_is_up(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(molecule_lanes, "docker_networks", lambda: {"hpcnet-rail0": ["10.10.0.0/24"]})
+    monkeypatch.setattr(molecule_lanes, "run", lambda *a: pytest.fail("ran a scenario"))
+    assert molecule_lanes.main(["--logs", str(tmp_path), "infiniband"]) == 2
+    assert "hpcnet-rail0 (10.10.0.0/24, needed by infiniband)" in capsys.readouterr().err
+
+
 def test_no_two_scenarios_share_a_container_name(held):
     containers = {}
     for name, items in held.items():
@@ -91,6 +106,7 @@ def test_the_task_that_ended_the_play_goes_to_failed_tasks_txt(tmp_path, monkeyp
         "ERROR    Ansible return code was 2",
     ]) + "\n", encoding="utf-8")
     monkeypatch.setattr(molecule_lanes, "run", lambda scenarios, jobs, logs: {"infiniband": (2, 10, {})})
+    monkeypatch.setattr(molecule_lanes, "docker_networks", dict)
     assert molecule_lanes.main(["--logs", str(tmp_path), "infiniband"]) == 1
     summary = (tmp_path / "failed-tasks.txt").read_text(encoding="utf-8").splitlines()
     assert summary[1] == "TASK [No takeover] ***"
