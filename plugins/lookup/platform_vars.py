@@ -16,6 +16,7 @@ description:
   - The collection's roles keep their package names and platform settings there and read them through a role
     variable, so that a role loads them without a task (an C(include_vars) loop costs one task result per host and
     role). Values are data, not templates.
+  - Fails when C(ansible_facts) has no C(os_family) (facts not gathered).
 options:
   _terms:
     description: Directories to read, usually C(role_path ~ '/vars').
@@ -81,4 +82,7 @@ class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         facts = (variables or {}).get("ansible_facts") or {}
         names = platform_names(facts)
+        if not names:
+            raise AnsibleLookupError("hpcnet.rdma.platform_vars needs ansible_facts.os_family to pick the platform's "
+                                     "vars file: gather facts first (gather_facts: true, or ansible.builtin.setup)")
         return [merged(str(term), names) for term in terms]

@@ -37,6 +37,11 @@ def test_an_unsupported_platform_gets_an_empty_mapping(tmp_path):
     assert run(tmp_path, {"os_family": "Suse", "distribution": "SLES"}) == [{}]
 
 
+def test_without_facts_it_says_to_gather_them(tmp_path):
+    with pytest.raises(AnsibleLookupError, match="needs ansible_facts.os_family .* gather facts first"):
+        run(tmp_path, {})
+
+
 def test_a_file_that_is_not_a_mapping_is_refused_with_its_path(tmp_path):
     (tmp_path / "Debian.yml").write_text("- iproute2\n")
     with pytest.raises(AnsibleLookupError, match="Debian.yml is not a mapping"):
