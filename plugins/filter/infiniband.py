@@ -21,6 +21,8 @@ def infiniband_plan(rdma, partitions=None, default_partition=None, ipoib=None, s
     ipoib, errors}`` (module_utils/infiniband.py); input errors are returned in ``errors``, never raised."""
     if not isinstance(rdma, dict) or "devices" not in rdma:
         raise AnsibleFilterError("infiniband_plan: expected ansible_facts.rdma from hpcnet.rdma.rdma_facts")
+    if ipoib_addresses is None:
+        ipoib_addresses = infiniband.ipoib_hardware_addresses(rdma)
     return infiniband.plan(rdma, partitions if partitions is not None else [], default_partition, ipoib, sm,
                            sm_priority, sm_devices or [], hosts or {}, host_index,
                            infiniband.enhanced_ipoib_netdevs(ipoib_addresses),

@@ -26,6 +26,18 @@ SM_PRIORITY_MAX = 15
 IPOIB_CM_FLAG = 0x80  # IPOIB_CM_SUPPORTED: the RC flag in byte 0 of an IPoIB hardware address
 
 
+def ipoib_hardware_addresses(rdma):
+    """The hardware address of each netdev of an InfiniBand port, from the RDMA facts (``netdevs.<if>.address``, read
+    from ``class/net/<if>/address``): the IPoIB netdevs' 20-byte addresses."""
+    out = {}
+    for name, netdev in sorted(((rdma or {}).get("netdevs") or {}).items()):
+        device = ((rdma.get("devices") or {}).get(netdev.get("rdma_device")) or {})
+        port = (device.get("ports") or {}).get(str(netdev.get("rdma_port"))) or {}
+        if port.get("link_layer") == "InfiniBand" and netdev.get("address"):
+            out[name] = netdev["address"]
+    return out
+
+
 def enhanced_ipoib_netdevs(addresses):
     """IPoIB netdevs whose hardware address (``class/net/<if>/address``, 20 bytes) lacks the connected-mode flag, as
     the kernel tests it before it takes ``connected``: enhanced IPoIB (mlx5's offload)."""

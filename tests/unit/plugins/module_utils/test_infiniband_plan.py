@@ -182,3 +182,14 @@ def test_partitions_change_reload_for_new_p_keys_restart_for_changed_ones():
     assert ib.partitions_change(base + compute, base) == "reload"
     assert ib.partitions_change(base + compute, base + "compute=0x0002,ipoib : ALL=limited ;\n") == "restart"
     assert ib.partitions_change(None, base) == "reload"
+
+
+def test_ipoib_hardware_addresses_come_from_the_facts_of_the_infiniband_ports_netdevs():
+    rdma = {"devices": {"mlx5_0": {"ports": {"1": {"link_layer": "InfiniBand"}}},
+                        "mlx5_1": {"ports": {"1": {"link_layer": "Ethernet"}}}},
+            "netdevs": {"ibp24s0": {"rdma_device": "mlx5_0", "rdma_port": 1,
+                                    "address": "00:00:10:29:fe:80:00:00:00:00:00:00:0c:42:a1:03:00:aa:01:01"},
+                        "enp25s0np0": {"rdma_device": "mlx5_1", "rdma_port": 1, "address": "0c:42:a1:aa:01:02"}}}
+    addresses = ib.ipoib_hardware_addresses(rdma)
+    assert addresses == {"ibp24s0": "00:00:10:29:fe:80:00:00:00:00:00:00:0c:42:a1:03:00:aa:01:01"}
+    assert ib.enhanced_ipoib_netdevs(addresses) == ["ibp24s0"]
