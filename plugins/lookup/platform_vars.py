@@ -40,14 +40,9 @@ _raw:
 
 import os
 
-from ansible.errors import AnsibleLookupError
+from ansible.errors import AnsibleError, AnsibleLookupError
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.lookup import LookupBase
-
-try:
-    import yaml
-except ImportError:  # pragma: no cover - ansible-core requires PyYAML
-    yaml = None
 
 
 def platform_names(facts):
@@ -58,17 +53,17 @@ def platform_names(facts):
     return [str(n) for n in names if n]
 
 
-def merged(directory, names):
-    """The keys of ``<directory>/<name>.yml`` for each name that exists, a later file winning."""
+def merged(loader, directory, names):
+    """The keys of ``<directory>/<name>.yml`` for each name that exists, a later file winning (read with Ansible's
+    loader: data, not templates)."""
     out = {}
     for name in names:
         path = os.path.join(directory, name + ".yml")
         if not os.path.isfile(path):
             continue
         try:
-            with open(path, encoding="utf-8") as f:
-                data = yaml.safe_load(f) or {}
-        except (OSError, yaml.YAMLError) as exc:
+            data = loader.load_from_file(path) or {}
+        except AnsibleError as exc:
             raise AnsibleLookupError("cannot read %s: %s" % (path, to_native(exc)))
         if not isinstance(data, dict):
             raise AnsibleLookupError("%s is not a mapping of platform settings" % path)
@@ -85,4 +80,4 @@ class LookupModule(LookupBase):
         if not names:
             raise AnsibleLookupError("hpcnet.rdma.platform_vars needs ansible_facts.os_family to pick the platform's "
                                      "vars file: gather facts first (gather_facts: true, or ansible.builtin.setup)")
-        return [merged(str(term), names) for term in terms]
+        return [merged(self._loader, str(term), names) for term in terms]
