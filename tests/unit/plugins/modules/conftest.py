@@ -5,6 +5,8 @@
 * ``sim_host(profile_name, tools)`` -> ``boot()``: a simulated host (tests/simhost) in the test's temp dir, its
   firmware NV state on a temp "disk" (SIMHOST_PERSIST_DIR), the named simulated tools first on PATH; ``boot()``
   builds (or rebuilds: a reboot) the tree and returns its root, ``boot.root`` (the ``sim_host`` fixture).
+* ``vpi_host`` -> ``boot()``: that host with profile cx7_vpi_2p (one dual-port VPI card, port 2 Ethernet) and
+  mstconfig, the firmware modules' test bed.
 """
 
 from __future__ import annotations
@@ -65,3 +67,8 @@ def _sim_host(monkeypatch, tmp_path):
         boot.root = root
         return boot
     return make
+
+
+@pytest.fixture(name="vpi_host")
+def _vpi_host(sim_host):
+    return sim_host("cx7_vpi_2p")

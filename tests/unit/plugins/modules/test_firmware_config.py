@@ -14,13 +14,7 @@ import pytest
 from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import gather_rdma_sysfs
 from ansible_collections.hpcnet.rdma.plugins.modules import firmware_config
 
-VPI = "cx7_vpi_2p"
 CARDS3 = "mixed_ib_roce_down"
-
-
-@pytest.fixture(name="host")
-def _host(sim_host):
-    return sim_host(VPI)
 
 
 @pytest.fixture(name="fw")
@@ -38,14 +32,14 @@ def _disk():
     return sorted((p, p.read_bytes()) for p in Path(os.environ["SIMHOST_PERSIST_DIR"]).rglob("*") if p.is_file())
 
 
-def test_no_entries_reads_nothing(host, fw):
-    result, failed = fw(host())
+def test_no_entries_reads_nothing(vpi_host, fw):
+    result, failed = fw(vpi_host())
     assert not failed and not result["changed"]
     assert result["cards"] == [] and result["reboot_reasons"] == [] and result["commands"] == []
 
 
-def test_read_all_reports_each_card_once(host, fw):
-    result, failed = fw(host(), read_all=True)
+def test_read_all_reports_each_card_once(vpi_host, fw):
+    result, failed = fw(vpi_host(), read_all=True)
     assert not failed and not result["changed"]
     assert [card["device"] for card in result["cards"]] == ["0000:0c:00.0"]
     assert result["cards"][0]["devices"] == ["mlx5_0", "mlx5_1"]
@@ -53,8 +47,8 @@ def test_read_all_reports_each_card_once(host, fw):
     assert result["reboot_reasons"] == []
 
 
-def test_check_mode_plans_and_writes_nothing(host, fw):
-    root = host()
+def test_check_mode_plans_and_writes_nothing(vpi_host, fw):
+    root = vpi_host()
     before = _disk()
     entries = [{"devices": "all", "params": {"LINK_TYPE_P2": "IB"}}]
     result, failed = fw(root, check=True, entries=entries)
@@ -67,29 +61,29 @@ def test_check_mode_plans_and_writes_nothing(host, fw):
     assert _disk() == before
 
 
-def test_set_then_second_run_changes_nothing_and_the_reboot_makes_it_current(host, fw):
-    root = host()
+def test_set_then_second_run_changes_nothing_and_the_reboot_makes_it_current(vpi_host, fw):
+    root = vpi_host()
     entries = [{"devices": ["mlx5_1"], "params": {"LINK_TYPE_P2": "IB"}}]
     first, failed = fw(root, entries=entries)
     assert not failed and first["changed"] and len(first["reboot_reasons"]) == 1
     second, _ = fw(root, entries=entries)
     assert not second["changed"] and second["commands"] == [] and len(second["reboot_reasons"]) == 1
-    root = host()  # reboot
+    root = vpi_host()  # reboot
     after, _ = fw(root, entries=entries)
     assert not after["changed"] and after["reboot_reasons"] == []
     assert after["cards"][0]["config"]["LINK_TYPE_P2"]["current"] == 1
 
 
-def test_a_selector_that_picks_no_card_is_returned(host, fw):
+def test_a_selector_that_picks_no_card_is_returned(vpi_host, fw):
     entries = [{"devices": ["MCX75310AAS-NEAT"], "params": {"SRIOV_EN": True}}]
-    result, failed = fw(host(), entries=entries)
+    result, failed = fw(vpi_host(), entries=entries)
     assert not failed and not result["changed"]
     assert result["unmatched"] == ["firmware_mlxconfig[0].devices: MCX75310AAS-NEAT"]
 
 
-def test_a_part_number_selector_matches_the_card_read(host, fw):
+def test_a_part_number_selector_matches_the_card_read(vpi_host, fw):
     entries = [{"devices": ["MCX755106AS-HEAT"], "params": {"LINK_TYPE_P2": "IB"}}]
-    result, failed = fw(host(), check=True, entries=entries)
+    result, failed = fw(vpi_host(), check=True, entries=entries)
     assert not failed and result["changed"] and result["unmatched"] == []
 
 
@@ -100,8 +94,8 @@ def test_a_part_number_selector_matches_the_card_read(host, fw):
     ([{"devices": "all", "params": {"NO_SUCH_P1": 1}}, {"devices": ["MCX75310AAS-NEAT"], "params": {"SRIOV_EN": True}}],
      "No card on this host matches firmware_mlxconfig[1].devices: MCX75310AAS-NEAT"),
 ])
-def test_bad_entries_fail_before_anything_is_written(host, entries, fragment, fw):
-    root = host()
+def test_bad_entries_fail_before_anything_is_written(vpi_host, entries, fragment, fw):
+    root = vpi_host()
     before = _disk()
     result, failed = fw(root, entries=entries)
     assert failed and not result["changed"]
@@ -109,8 +103,8 @@ def test_bad_entries_fail_before_anything_is_written(host, entries, fragment, fw
     assert _disk() == before
 
 
-def test_a_card_the_tool_refuses_is_returned_not_raised(host, fw):
-    result, failed = fw(host(), entries=[{"devices": "all", "params": {"LINK_TYPE_P2": "FOO"}}])
+def test_a_card_the_tool_refuses_is_returned_not_raised(vpi_host, fw):
+    result, failed = fw(vpi_host(), entries=[{"devices": "all", "params": {"LINK_TYPE_P2": "FOO"}}])
     assert not failed and not result["changed"]
     assert result["refused"][0]["pci"] == "0000:0c:00.0"
     assert "LINK_TYPE_P2=FOO is not a value the device accepts" in result["refused"][0]["msg"]

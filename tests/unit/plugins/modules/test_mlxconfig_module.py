@@ -13,13 +13,6 @@ import pytest
 
 from ansible_collections.hpcnet.rdma.plugins.modules import mlxconfig
 
-VPI = "cx7_vpi_2p"
-
-
-@pytest.fixture(name="host")
-def _host(sim_host):
-    return sim_host(VPI)
-
 
 @pytest.fixture(name="mlx")
 def _mlx(run_module):
@@ -29,8 +22,8 @@ def _mlx(run_module):
     return run
 
 
-def test_read_only_reports_what_the_card_has_pending(host, mlx):
-    root = host()
+def test_read_only_reports_what_the_card_has_pending(vpi_host, mlx):
+    root = vpi_host()
     result, failed = mlx(root, device="mlx5_1")
     assert not failed and not result["changed"] and result["commands"] == []
     assert result["device"] == "0000:0c:00.1" and result["tool"] == "mstconfig"
@@ -39,8 +32,8 @@ def test_read_only_reports_what_the_card_has_pending(host, mlx):
     assert result["pending"] == {} and result["reboot_required"] is False
 
 
-def test_check_mode_shows_the_plan_and_changes_nothing(host, mlx):
-    root = host()
+def test_check_mode_shows_the_plan_and_changes_nothing(vpi_host, mlx):
+    root = vpi_host()
     result, failed = mlx(root, check=True, device="mlx5_1", params={"LINK_TYPE_P2": "IB", "SRIOV_EN": True, "NUM_OF_VFS": 4})
     assert not failed and result["changed"]
     assert result["commands"] == [["mstconfig", "-y", "-d", "0000:0c:00.1", "set", "LINK_TYPE_P2=IB", "NUM_OF_VFS=4",
@@ -55,8 +48,8 @@ def test_check_mode_shows_the_plan_and_changes_nothing(host, mlx):
     assert again["config"]["LINK_TYPE_P2"]["next_boot"] == 2, "check mode wrote the firmware"
 
 
-def test_set_then_second_run_changes_nothing_before_the_reboot(host, mlx):
-    root = host()
+def test_set_then_second_run_changes_nothing_before_the_reboot(vpi_host, mlx):
+    root = vpi_host()
     params = {"LINK_TYPE_P2": "IB", "ATS_ENABLED": False}
     first, failed = mlx(root, device="0000:0c:00.0", params=params)
     assert not failed and first["changed"] and first["reboot_required"]
@@ -66,19 +59,19 @@ def test_set_then_second_run_changes_nothing_before_the_reboot(host, mlx):
     assert not second["changed"] and second["commands"] == [] and second["reboot_required"]
 
 
-def test_the_reboot_makes_next_boot_current_and_flips_the_port(host, mlx):
-    root = host()
+def test_the_reboot_makes_next_boot_current_and_flips_the_port(vpi_host, mlx):
+    root = vpi_host()
     mlx(root, device="mlx5_1", params={"LINK_TYPE_P2": "IB"})
     assert (root / "class/infiniband/mlx5_1/ports/1/link_layer").read_text().strip() == "Ethernet"
-    root = host()  # reboot
+    root = vpi_host()  # reboot
     after, _ = mlx(root, device="mlx5_1", params={"LINK_TYPE_P2": "IB"})
     assert not after["changed"] and after["pending"] == {} and after["reboot_required"] is False
     assert after["config"]["LINK_TYPE_P2"] == {"default": 1, "current": 1, "next_boot": 1}
     assert (root / "class/infiniband/mlx5_1/ports/1/link_layer").read_text().strip() == "InfiniBand"
 
 
-def test_reset_restores_the_defaults(host, mlx):
-    root = host()
+def test_reset_restores_the_defaults(vpi_host, mlx):
+    root = vpi_host()
     result, failed = mlx(root, device="mlx5_0", reset=True)
     assert not failed and result["changed"]
     assert result["commands"] == [["mstconfig", "-y", "-d", "0000:0c:00.0", "reset"]]
@@ -97,8 +90,8 @@ def test_reset_restores_the_defaults(host, mlx):
     ({"device": "0000:99:00.0"}, "Failed to open the device"),
     ({"device": "mlx5_1", "tool": "mlxconfig"}, "mlxconfig is not installed (NVIDIA MFT)"),
 ])
-def test_errors_name_the_parameter_and_write_nothing(host, args, fragment, mlx):
-    root = host()
+def test_errors_name_the_parameter_and_write_nothing(vpi_host, args, fragment, mlx):
+    root = vpi_host()
     disk = Path(os.environ["SIMHOST_PERSIST_DIR"])
     before = sorted((p, p.read_bytes()) for p in disk.rglob("*") if p.is_file())
     result, failed = mlx(root, **args)
@@ -107,8 +100,8 @@ def test_errors_name_the_parameter_and_write_nothing(host, args, fragment, mlx):
     assert sorted((p, p.read_bytes()) for p in disk.rglob("*") if p.is_file()) == before
 
 
-def test_a_refused_set_after_a_reset_reports_the_reset(host, mlx):
-    root = host()
+def test_a_refused_set_after_a_reset_reports_the_reset(vpi_host, mlx):
+    root = vpi_host()
     result, failed = mlx(root, device="mlx5_0", reset=True, params={"NUM_OF_VFS": 9999, "SRIOV_EN": True})
     assert failed and result["changed"] is True
     assert "the reset before it WAS applied" in result["msg"] and "NUM_OF_VFS" in result["msg"]
