@@ -110,6 +110,13 @@ packages:
   returned: always
   type: dict
   sample: {rdma-core: 44.0-2, perftest: null}
+missing_packages:
+  description: The packages of O(packages) that are not installed, in the order given.
+  returned: always
+  type: list
+  elements: str
+  sample: [perftest]
+  version_added: "0.7.0"
 driver_pending:
   description: C({from, to}) when the installed vendor driver is not the loaded one (a reboot or openibd restart loads it), else null.
   returned: always
@@ -151,8 +158,9 @@ def main():
     )
     runner = ModuleRunner(module)
     probed = ofed_stack.probe(runner, module.params["sysfs_root"], module.params["doca_package"])
-    module.exit_json(packages=ofed_stack.package_versions(runner, module.params["packages"]),
-                     **evaluate(module.params, probed))
+    packages = ofed_stack.package_versions(runner, module.params["packages"])
+    missing = [name for name, version in packages.items() if version is None]
+    module.exit_json(packages=packages, missing_packages=missing, **evaluate(module.params, probed))
 
 
 if __name__ == "__main__":
