@@ -29,9 +29,12 @@ def infiniband_plan(rdma, partitions=None, default_partition=None, ipoib=None, s
                            link_type_devices or [], keep_netdevs or [])
 
 
-def infiniband_link_type_mlxconfig(rdma, ports):
-    """Ports (``[{device, port}]``) -> firmware_mlxconfig entries setting their card port to InfiniBand:
-    ``LINK_TYPE_P<n>=IB`` with n = the PCI function of the device + 1 (function N-1 drives card port N)."""
+def infiniband_link_type_mlxconfig(rdma, ports=None, devices=None, keep_netdevs=None):
+    """Ports (``[{device, port}]``; or, when None, the Ethernet ports that ``devices`` selects, as the plan's
+    ``link_type_ports``) -> firmware_mlxconfig entries setting their card port to InfiniBand: ``LINK_TYPE_P<n>=IB``
+    with n = the PCI function of the device + 1 (function N-1 drives card port N)."""
+    if ports is None:
+        ports = infiniband.ethernet_ports(rdma or {}, devices or [], keep_netdevs or [])
     out = []
     for port in ports or []:
         dev = ((rdma or {}).get("devices") or {}).get(port.get("device")) or {}

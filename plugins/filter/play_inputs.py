@@ -15,6 +15,12 @@ def rdma_input_errors(inputs):
     return play_inputs.collection_errors(inputs or {})
 
 
+def rdma_device_errors(read, inputs, host):
+    """site.yml's registered ``rdma_facts`` read, the collection-wide inputs and the host's name -> the message of a
+    host without an RDMA device that needs one, or of a read that failed."""
+    return play_inputs.device_errors(read, inputs or {}, host)
+
+
 def rolling_reboot_input_errors(inputs):
     """The ``rolling_reboot_*`` variables given -> one message per problem."""
     return play_inputs.rolling_reboot_errors(inputs or {})
@@ -24,4 +30,5 @@ class FilterModule:
     """hpcnet.rdma filters of the playbooks' inputs."""
 
     def filters(self):
-        return {"rdma_input_errors": rdma_input_errors, "rolling_reboot_input_errors": rolling_reboot_input_errors}
+        return {"rdma_input_errors": rdma_input_errors, "rdma_device_errors": rdma_device_errors,
+                "rolling_reboot_input_errors": rolling_reboot_input_errors}

@@ -65,6 +65,26 @@ def collection_errors(inputs):
     return errors
 
 
+def device_errors(read, inputs, host):
+    """Problems with the RDMA devices site.yml found on ``host``: ``read`` is the registered result of its
+    ``rdma_facts`` read (run before the inputs are checked, so that one assert reports both). No message when
+    ``rdma_sysfs_root`` itself is refused (collection_errors names it) or ``rdma_require_devices`` is false."""
+    inputs = dict((name, value) for name, value in (inputs or {}).items() if value is not None)
+    root = inputs.get("rdma_sysfs_root", "/sys")
+    if not (isinstance(root, str) and root.startswith("/")):
+        return []
+    read = read or {}
+    if read.get("failed"):
+        return ["Reading the RDMA devices under %s on %s failed: %s" % (root, host, read.get("msg", "no message"))]
+    require = inputs.get("rdma_require_devices", True)
+    if not is_boolean(require) or not boolean(require.strip() if isinstance(require, str) else require):
+        return []
+    if ((read.get("ansible_facts") or {}).get("rdma") or {}).get("devices"):
+        return []
+    return ["No RDMA device under %s/class/infiniband on %s. Check that the HCA is seated and its driver (mlx5_ib) is "
+            "loaded, or set rdma_require_devices=false to configure this host for NCCL over sockets." % (root, host)]
+
+
 def _flatten(value):
     if isinstance(value, (list, tuple)):
         return [item for part in value for item in _flatten(part)]
