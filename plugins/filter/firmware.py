@@ -8,9 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import firmware_select
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import card_port
-from ansible_collections.hpcnet.rdma.plugins.module_utils.roce_qos import firmware_params
+from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware import firmware_select
 
 __metaclass__ = type
 
@@ -35,34 +33,9 @@ def firmware_reboot_reasons(results, rdma):
     return firmware_select.reboot_reasons(results, (rdma or {}).get("devices"))
 
 
-def roce_firmware_mlxconfig(rdma, netdevs, ecn=None, cnp_dscp=None, cnp_priority=None, dcqcn=None):
-    """``firmware_mlxconfig`` entries for the RoCE ports among ``netdevs`` whose stack has no OFED ``ecn/`` tree
-    (inbox kernels): ECN priorities, CNP DSCP / priority and DCQCN parameters as ``_P<n>`` firmware parameters."""
-    want = {"ecn": ecn, "cnp_dscp": cnp_dscp, "cnp_priority": cnp_priority, "dcqcn": dcqcn or None}
-    out = []
-    facts_netdevs = (rdma or {}).get("netdevs") or {}
-    devices = (rdma or {}).get("devices") or {}
-    for netdev in netdevs or []:
-        info = facts_netdevs.get(netdev) or {}
-        device = info.get("rdma_device")
-        if not device or info.get("ecn") is not None:
-            continue
-        pci = (devices.get(device) or {}).get("pci_address") or ""
-        params = firmware_params(card_port(pci, info.get("rdma_port") or 1), want)
-        if params:
-            out.append({"devices": [device], "params": params})
-    return out
-
-
 def firmware_after_reboot(before, results):
     """rdma_reboot_reasons recorded before a reboot + fresh mlxconfig reads -> ``{current: [...], not_applied: [...]}``."""
     return firmware_select.after_reboot(before, results)
-
-
-def rdma_ports(rdma, state=None, lines=False):
-    """``ansible_facts.rdma`` -> sorted ``dev:port`` (only those in ``state`` when given), or with ``lines`` the
-    ``dev:port STATE/phys_state link_layer`` text of every port."""
-    return firmware_select.port_lines(rdma) if lines else firmware_select.ports(rdma, state)
 
 
 def firmware_unmatched(rdma, entries, infos=None):
@@ -80,6 +53,5 @@ class FilterModule:
 
     def filters(self):
         return {"firmware_cards": firmware_cards, "firmware_targets": firmware_targets,
-                "firmware_reboot_reasons": firmware_reboot_reasons, "roce_firmware_mlxconfig": roce_firmware_mlxconfig,
-                "firmware_after_reboot": firmware_after_reboot, "rdma_ports": rdma_ports,
+                "firmware_reboot_reasons": firmware_reboot_reasons, "firmware_after_reboot": firmware_after_reboot,
                 "firmware_unmatched": firmware_unmatched, "firmware_missing_params": firmware_missing_params}

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.host_settings import (
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import (
     HostSettingsError,
     memlock_setting,
     peermem_failure,

@@ -8,8 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import infiniband
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import card_port
+from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import infiniband
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import card_port
 
 __metaclass__ = type
 
@@ -18,7 +18,7 @@ def infiniband_plan(rdma, partitions=None, default_partition=None, ipoib=None, s
                     sm_devices=None, hosts=None, host_index=None, ipoib_addresses=None, link_type_devices=None,
                     keep_netdevs=None):
     """``ansible_facts.rdma`` and the role's inputs -> ``{ports, link_type_ports, sm, partitions, partitions_conf,
-    ipoib, errors}`` (module_utils/infiniband.py); input errors are returned in ``errors``, never raised."""
+    ipoib, errors}`` (module_utils/infiniband/infiniband.py); input errors are returned in ``errors``, never raised."""
     if not isinstance(rdma, dict) or "devices" not in rdma:
         raise AnsibleFilterError("infiniband_plan: expected ansible_facts.rdma from hpcnet.rdma.rdma_facts")
     if ipoib_addresses is None:
@@ -47,12 +47,6 @@ def infiniband_link_type_mlxconfig(rdma, ports=None, devices=None, keep_netdevs=
     return out
 
 
-def nccl_ib_pkey(rdma, partitions, name, ports=None):
-    """The NCCL_IB_PKEY value (a P_Key table index) of partition ``name`` on the ports NCCL uses (``[{device,
-    port}]``, default every InfiniBand port): ``{index, pkey, error}``."""
-    return infiniband.nccl_pkey(rdma, partitions, name, ports)
-
-
 def infiniband_sminfo(text):
     """``sminfo`` output -> ``{lid, guid, activity_count, priority, state, state_name}`` or ``{error}``."""
     return infiniband.parse_sminfo(text)
@@ -68,5 +62,5 @@ class FilterModule:
 
     def filters(self):
         return {"infiniband_plan": infiniband_plan, "infiniband_link_type_mlxconfig": infiniband_link_type_mlxconfig,
-                "nccl_ib_pkey": nccl_ib_pkey, "infiniband_sminfo": infiniband_sminfo,
+                "infiniband_sminfo": infiniband_sminfo,
                 "infiniband_partitions_change": infiniband_partitions_change}

@@ -11,9 +11,9 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import infiniband
-from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_socket import IFNAME_LIST_RE, socket_ifname_problem
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import natural_key
+from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import infiniband
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host.nccl_socket import IFNAME_LIST_RE, socket_ifname_problem
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
 
 FABRICS = ("auto", "infiniband", "roce")
 _LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
@@ -185,8 +185,14 @@ def _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_
     return {"fabric": resolved if ports else None, "ports": ports, "skipped": skipped, "settings": settings, "errors": []}
 
 
+def nccl_ib_pkey(rdma, partitions, name, ports=None):
+    """The NCCL_IB_PKEY value (a P_Key table index) of partition ``name`` on the ports NCCL uses (``[{device,
+    port}]``, default every InfiniBand port): ``{index, pkey, error}``."""
+    return infiniband.nccl_pkey(rdma, partitions, name, ports)
+
+
 class FilterModule:
     """hpcnet.rdma filters."""
 
     def filters(self):
-        return {"nccl_settings": nccl_settings}
+        return {"nccl_settings": nccl_settings, "nccl_ib_pkey": nccl_ib_pkey}

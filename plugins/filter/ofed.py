@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import ofed_stack
+from ansible_collections.hpcnet.rdma.plugins.module_utils.stack import ofed_stack
 
 
 def ofed_input_errors(provider, inputs):

@@ -44,12 +44,11 @@ options:
     type: str
     choices: [auto, mlxconfig, mstconfig]
     default: auto
-  sysfs_root:
-    description: Root of sysfs.
-    type: path
-    default: /sys
 author:
   - hpcnet.rdma contributors (@hpcnet)
+extends_documentation_fragment:
+  - hpcnet.rdma.sysfs_root
+  - hpcnet.rdma.attributes
 '''
 
 EXAMPLES = r'''
@@ -107,10 +106,10 @@ refused:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware_apply import (  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware.firmware_apply import (  # noqa: E402
     FirmwareFailure, desired_state)
-from ansible_collections.hpcnet.rdma.plugins.module_utils.mlxconfig import Device  # noqa: E402
-from ansible_collections.hpcnet.rdma.plugins.module_utils.tool_runner import ModuleRunner  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware.mlxconfig import Device  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner  # noqa: E402
 
 ARGUMENT_SPEC = dict(
     entries=dict(type="list", elements="dict", default=[]),

@@ -43,14 +43,13 @@ options:
         description: Transport mode; left as it is when omitted.
         type: str
         choices: [datagram, connected]
-  sysfs_root:
-    description: Root of sysfs.
-    type: path
-    default: /sys
   timeout:
     description: Seconds to wait for a new child interface to appear before its mode is written.
     type: int
     default: 10
+extends_documentation_fragment:
+  - hpcnet.rdma.sysfs_root
+  - hpcnet.rdma.attributes
 '''
 
 EXAMPLES = r'''
@@ -87,7 +86,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import ipoib
+from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import ipoib
 
 ARGUMENT_SPEC = dict(
     interfaces=dict(type="list", elements="dict", required=True, options=dict(

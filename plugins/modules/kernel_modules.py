@@ -30,10 +30,9 @@ options:
   load_file:
     description: The C(modules-load.d) file listing O(names) for the next boots; omit it to load now only.
     type: path
-  sysfs_root:
-    description: Root of sysfs.
-    type: path
-    default: /sys
+extends_documentation_fragment:
+  - hpcnet.rdma.sysfs_root
+  - hpcnet.rdma.attributes
 '''
 
 EXAMPLES = r'''
@@ -62,7 +61,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import kernel_modules as km
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host import kernel_modules as km
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner
 
 HEADER = ["Managed by hpcnet.rdma: kernel modules loaded at every boot (systemd-modules-load)."]
 
@@ -81,9 +81,11 @@ def run(module):
     current = _read(load_file) if load_file else None
     to_load, new_text = km.plan(root, names, load_file, HEADER, current)
     modprobe = module.get_bin_path("modprobe", required=True) if to_load else None
+    runner = ModuleRunner(module)
     for name in to_load:
+        # in check mode, modprobe's dry run: the module is found and its dependencies resolve
         argv = [modprobe, "-n", name] if module.check_mode else [modprobe, name]
-        rc, out, err = module.run_command(argv)
+        rc, out, err = runner.run(argv)
         if rc != 0:
             raise km.KernelModuleError("modprobe %s failed (exit %d): %s" % (name, rc, (err or out).strip()))
     if not module.check_mode:

@@ -46,15 +46,15 @@ options:
       - Restore every parameter not in O(params) to its default (C(<tool> -y -d <pci> reset), then the set call).
     type: bool
     default: false
-  sysfs_root:
-    description: Root of sysfs, used to resolve an RDMA device name.
-    type: path
-    default: /sys
 notes:
+  - O(sysfs_root) is where an RDMA device name (C(mlx5_0)) is resolved to its PCI address.
   - Needs root. Each read runs the tool once (twice when O(params) names array entries the full query does not
     list, plus C(<tool> -d <pci> i) to check a symbol the device does not currently show).
 author:
   - hpcnet.rdma contributors (@hpcnet)
+extends_documentation_fragment:
+  - hpcnet.rdma.sysfs_root
+  - hpcnet.rdma.attributes
 '''
 
 EXAMPLES = r'''
@@ -127,9 +127,9 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.mlxconfig import (  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware.mlxconfig import (  # noqa: E402
     Device, MlxconfigError, configure)
-from ansible_collections.hpcnet.rdma.plugins.module_utils.tool_runner import ModuleRunner  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner  # noqa: E402
 
 
 ARGUMENT_SPEC = dict(

@@ -95,12 +95,6 @@ options:
         or when any host selected C(Socket) while another selected something else.
     type: bool
     default: false
-  sysfs_root:
-    description:
-      - Root of sysfs used only to enrich a RoCE GID hint with the RoCE v2 IPv4 GID index of the HCA on this host
-        (C(<sysfs_root>/class/infiniband/<hca>/ports/<port>/gid_attrs/types/<index>)). Missing paths are ignored.
-    type: path
-    default: /sys
 notes:
   - C(null) in the result means the log shows no evidence; the module never guesses.
   - Supports check mode. Read-only; C(changed) is always false.
@@ -110,6 +104,9 @@ seealso:
   - name: NCCL environment variables
     description: NCCL_DEBUG, NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_NET and friends.
     link: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+extends_documentation_fragment:
+  - hpcnet.rdma.sysfs_root
+  - hpcnet.rdma.attributes.read_only
 '''
 
 EXAMPLES = r'''
@@ -310,114 +307,10 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import (
-    analyze_file, analyze_text, check_expectations, run_logged_command, tcp_providers)
-
-
-def _expect_transport_hint(value):
-    """Return an error for an expect_transport value that names a link layer or protocol instead of an NCCL network."""
-    if value is None:
-        return None
-    allowed = '(allowed: IB, Socket, or a net plugin name such as IBext or plugin:IBext_v8)'
-    name = value.strip()
-    if not (name[7:] if name.startswith('plugin:') else name).strip():
-        return 'expect_transport=%r names no network %s' % (value, allowed)
-    if name.lower() == 'plugin:ib':
-        return 'expect_transport=%s: IB is NCCL\'s built-in transport (2.27+ calls it a plugin): use expect_transport=IB' % value
-    if name.startswith('NET/'):
-        return ('expect_transport=%s: give the network name NCCL prints after "NET/" (%s) %s'
-                % (value, name[4:].split('/')[0] or 'IB', allowed))
-    if not re.match(r'^[\w.:\- ]+$', name) or not re.match(r'^(?:plugin:)?\s*[A-Za-z]', name):
-        return 'expect_transport=%r is not a network name %s' % (value, allowed)
-    words = {
-        'roce': 'RoCE runs on NCCL\'s built-in IB transport: use expect_transport=IB expect_link_layer=RoCE',
-        'infiniband': 'NCCL calls its verbs transport IB: use expect_transport=IB (and expect_link_layer=IB)',
-        'tcp': 'NCCL calls its TCP transport Socket: use expect_transport=Socket',
-        'sockets': 'NCCL calls its TCP transport Socket: use expect_transport=Socket',
-        'gdr': 'GPUDirect RDMA is not a transport: use expect_gdr=true',
-        'gdrdma': 'GPUDirect RDMA is not a transport: use expect_gdr=true',
-    }
-    hint = words.get(value.strip().lower())
-    if hint:
-        return 'expect_transport=%s: %s (allowed: IB, Socket, or a net plugin name such as IBext or plugin:IBext_v8)' % (value, hint)
-    return None
-
-
-def summarize(result):
-    """One line an operator reads first: what NCCL selected, on which HCAs, and what looks wrong."""
-    transport = result.get('net_transport')
-    version = result.get('nccl_version')
-    if isinstance(version, str):
-        parts = ['NCCL %s' % version]
-    elif version:
-        parts = ['NCCL versions %s (processes differ)' % ', '.join(version)]
-    else:
-        parts = ['NCCL (version not shown)']
-    if transport is None:
-        parts.append('network transport not shown in the log')
-    elif result.get('mismatch') and len(result.get('net_transports') or []) > 1:
-        parts.append('processes used different network transports (%s; see per_host)' % ', '.join(result['net_transports']))
-    else:
-        layers = sorted({d.get('link_layer') for d in result.get('ib_devices') or [] if d.get('link_layer')})
-        text = 'used %s' % transport
-        if transport == 'IB' and layers:
-            text += ' over %s' % '/'.join(layers)
-        devices = ['%s:%s' % (d.get('name'), d.get('port')) for d in result.get('ib_devices') or []]
-        if devices:
-            text += ' (%s)' % ', '.join(devices)
-        if transport == 'Socket' and result.get('ib_disabled_by_env'):
-            text += ' (NCCL_IB_DISABLE=1)'
-        parts.append(text)
-    gdrs = set(v.get('gdr') for v in (result.get('per_host') or {}).values() if v.get('gdr') is not None)
-    if len(gdrs) > 1:
-        parts.append('GPUDirect RDMA on some processes only (see per_host)')
-    elif result.get('gdr') is not None and transport != 'Socket':
-        parts.append('GPUDirect RDMA %s' % ('on' if result['gdr'] else 'off'))
-    for e in result.get('errors') or []:
-        if e.get('category') == 'socket on loopback':
-            parts.append('WARNING: the socket transport is on a loopback interface')
-    if result.get('multi_node') is not None:
-        parts.append('multi-node' if result['multi_node'] else 'single node')
-    if result.get('fallback_to_socket'):
-        probe = ' '.join(e.get('text', '') for e in (result.get('evidence') or {}).get('ib_probe', []))
-        if 'libibverbs' in probe:
-            parts.append('WARNING: fell back from IB to TCP sockets (libibverbs could not be loaded: install rdma-core)')
-        elif result.get('ib_disabled_by_env'):
-            parts.append('WARNING: fell back from IB to TCP sockets (NCCL_IB_DISABLE=1)')
-        else:
-            parts.append('WARNING: fell back from IB to TCP sockets (NCCL found no usable IB device)')
-    for name in tcp_providers(result):
-        parts.append('WARNING: aws-ofi-nccl provider %s is TCP, not EFA/RDMA' % name)
-    for g in result.get('gid') or []:
-        if g.get('kind') == 'link-local':
-            parts.append('WARNING: GID index %s on %s port %s is a link-local RoCE v1 GID (see findings with '
-                         'expect_link_layer=RoCE)' % (g['gid_index'], g.get('hca') or 'NCCL device %s' % g['dev'], g['port']))
-            break
-    if result.get('mismatch'):
-        parts.append('WARNING: processes chose different transports (see per_host)')
-    errors = result.get('errors') or []
-    if any((e.get('meaning') or '').startswith('the process crashed') for e in errors):
-        parts.append('WARNING: a process crashed')
-    if errors:
-        categories = []
-        for e in errors:
-            if e.get('category') not in categories:
-                categories.append(e.get('category'))
-        parts.append('%d distinct error(s) in errors (%s)' % (len(errors), ', '.join(str(c) for c in categories[:4])))
-    return '; '.join(parts)
-
-
-def _expect_hcas_problem(hcas):
-    """A message when an expect_hcas item is not an HCA name or name:port, else None."""
-    for item in hcas or []:
-        text = '' if item is None else str(item).strip()
-        if text.startswith('^'):
-            return ('expect_hcas=%r: list the HCAs NCCL must use; the "^" exclude syntax of NCCL_IB_HCA is not an expectation'
-                    % item)
-        parts = [x for x in re.split(r'[,\s]+', text.lstrip('=')) if x]
-        if not parts or not all(re.match(r'^[A-Za-z][\w.\-]*(?::\d+)?$', x) for x in parts):
-            return ('expect_hcas=%r: give HCA names or name:port (mlx5_0, mlx5_0:1; NCCL_IB_HCA\'s "=" prefix is allowed)'
-                    % item)
-    return None
+    analyze_file, analyze_text, check_expectations, run_logged_command)
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.expectations import (
+    expect_hcas_problem, expect_transport_problem)
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.summary import summary_line
 
 
 def _log_path_problem(path):
@@ -515,7 +408,7 @@ def _command_problem(p):
 def _options_problem(p):
     """The first problem with the options (expectations, items, options of another mode, then the log source), else
     None."""
-    problem = _expect_transport_hint(p['expect_transport']) or _expect_hcas_problem(p['expect_hcas']) or _items_problem(p)
+    problem = expect_transport_problem(p['expect_transport']) or expect_hcas_problem(p['expect_hcas']) or _items_problem(p)
     if problem:
         return problem
     if p['command'] is None:
@@ -561,7 +454,7 @@ def _analyse(p):
     if not run['timed_out']:
         return result, None
     result['findings'] = _expectations(p, result)
-    result['summary'] = summarize(result)
+    result['summary'] = summary_line(result)
     if run['rc'] == 0:
         why = 'it exited with code 0, but a process it left in the background kept its output open'
     else:
@@ -607,7 +500,7 @@ def main():
         failure = dict(result, msg=problem) if problem else None
     if failure is None:
         result['findings'] = _findings(p, result)
-        result['summary'] = summarize(result)
+        result['summary'] = summary_line(result)
         if result['findings']:
             failure = dict(result, msg=' | '.join(result['findings']))
     if failure is not None:

@@ -45,10 +45,6 @@ options:
   kernel:
     description: The kernel release the user pins; the drift guard then requires it to be the running one.
     type: str
-  sysfs_root:
-    description: Root of sysfs.
-    type: path
-    default: /sys
   packages:
     description:
       - Packages whose installed version to report in RV(packages) (C(dpkg-query), else C(rpm -q)), for example the
@@ -57,6 +53,9 @@ options:
     type: list
     elements: str
     default: []
+extends_documentation_fragment:
+  - hpcnet.rdma.sysfs_root
+  - hpcnet.rdma.attributes.read_only
 '''
 
 EXAMPLES = r'''
@@ -125,8 +124,8 @@ driver_pending:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import ofed_stack
-from ansible_collections.hpcnet.rdma.plugins.module_utils.tool_runner import ModuleRunner
+from ansible_collections.hpcnet.rdma.plugins.module_utils.stack import ofed_stack
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner
 
 
 def evaluate(params, probed):

@@ -28,7 +28,7 @@ description:
     client's numbers in the client's unit under its own header; the numbers are checked against the message rate
     (bandwidth = message rate x message size) and RV(values_unit) says which unit they were in."
   - "Success is exit code 0 (running) and at least one result row. Rule for the server side of a tool whose server
-    prints no result table (C(ib_read_lat)): success with RV(results) empty when it exchanged addresses with a client
+    prints no result table (C(ib_read_lat)): success with RV(rows) empty when it exchanged addresses with a client
     (a C(remote address) line), exited 0 and printed no failure line."
   - A measurement changes no host state, so the module never reports C(changed). It supports check mode and runs the
     test in check mode too (read-only traffic between two HCAs); skipping it would return no answer.
@@ -115,6 +115,8 @@ seealso:
   - name: perftest
     description: The RDMA performance tests (ib_write_bw, ib_read_lat, ...).
     link: https://github.com/linux-rdma/perftest
+extends_documentation_fragment:
+  - hpcnet.rdma.attributes.read_only
 '''
 
 EXAMPLES = r'''
@@ -159,8 +161,11 @@ cmd:
   elements: str
   sample: [/usr/bin/ib_write_bw, -d, mlx5_0, -i, "1", -x, "3", -p, "18515", -s, "1048576", -q, "1", --report_gbits, -F, 10.0.0.11]
 rc:
-  description: perftest's exit code (negative when killed by a signal); null for saved output.
-  returned: always
+  description:
+    - perftest's exit code (negative when killed by a signal).
+    - Not returned for saved output (O(log_path), O(log_text)); Ansible takes a result with an C(rc) other than 0 for
+      a failure.
+  returned: when the module ran perftest
   type: int
 timed_out:
   description: True when the module killed perftest after O(timeout) seconds.
@@ -230,9 +235,10 @@ columns:
   returned: always
   type: list
   elements: str
-results:
+rows:
   description:
-    - The result rows. Bandwidth tests - C(bytes), C(iterations), C(bw_peak_gbps), C(bw_avg_gbps) (Gb/s, 10^9 bit/s),
+    - The result rows (named so because C(results) is the key Ansible reserves for a loop's results).
+    - Bandwidth tests - C(bytes), C(iterations), C(bw_peak_gbps), C(bw_avg_gbps) (Gb/s, 10^9 bit/s),
       C(msg_rate_mpps), and C(bw_peak)/C(bw_avg) as printed (in RV(values_unit)). Latency tests - C(bytes),
       C(iterations), C(t_min_us), C(t_max_us), C(t_typical_us), C(t_avg_us), C(t_stdev_us), C(p99_us), C(p99_9_us)
       (microseconds; the columns the header names, for example only C(t_avg_us) with C(-D)).
@@ -277,7 +283,7 @@ stdout_lines:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.hpcnet.rdma.plugins.module_utils import perftest as pt
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import perftest_run as pt
 
 
 def _read_text(module, p):

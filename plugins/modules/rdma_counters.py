@@ -32,10 +32,6 @@ description:
 author:
   - hpcnet.rdma contributors (@hpcnet)
 options:
-  sysfs_root:
-    description: Root of the sysfs tree to read. Must contain C(class/).
-    type: path
-    default: /sys
   devices:
     description:
       - The HCAs to read (C(mlx5_0)); all RDMA devices when omitted. A name that is not an RDMA device on the host
@@ -58,6 +54,7 @@ options:
     description: The name findings carry in their C(host) key (the inventory name); the system's host name when omitted.
     type: str
 notes:
+  - O(sysfs_root) must contain C(class/).
   - Read-only; always returns C(changed=false) and runs the same in check mode.
   - A counter that went back between the two runs was reset (driver reload, port reset, C(perfquery -R)); its delta is
     its value after the reset (a lower bound), and RV(delta_notes) says so. Deltas are never negative.
@@ -65,13 +62,9 @@ notes:
 seealso:
   - module: hpcnet.rdma.rdma_facts
   - module: hpcnet.rdma.rdma_verify
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+extends_documentation_fragment:
+  - hpcnet.rdma.sysfs_root
+  - hpcnet.rdma.attributes.read_only
 '''
 
 EXAMPLES = r'''
@@ -154,10 +147,10 @@ import socket  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_counters import (  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.rdma_counters import (  # noqa: E402
     deltas, findings, normalise_before, snapshot)
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import SysfsError  # noqa: E402
-from ansible_collections.hpcnet.rdma.plugins.module_utils.tool_runner import ModuleRunner  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import SysfsError  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner  # noqa: E402
 
 ARGUMENT_SPEC = dict(
     sysfs_root=dict(type="path", default="/sys"),

@@ -27,12 +27,6 @@ description:
 author:
   - hpcnet.rdma contributors (@hpcnet)
 options:
-  sysfs_root:
-    description:
-      - Root of the sysfs tree to read. The collection-wide variable C(rdma_sysfs_root) feeds it in the roles.
-      - Must exist and contain C(class/), otherwise the module fails naming the path.
-    type: path
-    default: /sys
   gather_counters:
     description:
       - Also return the per-port C(counters/) (IB PMA counters) and C(hw_counters/) (mlx5 hardware counters).
@@ -52,6 +46,7 @@ options:
     type: bool
     default: true
 notes:
+  - O(sysfs_root) must exist and contain C(class/), otherwise the module fails naming the path.
   - Read-only; always returns C(changed=false) and runs the same in check mode.
   - The memlock limit is the one of the module's own process (the Ansible connection), which can differ from the
     limit a batch job or a systemd service gets.
@@ -62,16 +57,10 @@ seealso:
   - name: NCCL environment variables
     description: NCCL_IB_GID_INDEX, NCCL_IB_ROCE_VERSION_NUM and NCCL_IB_ADDR_FAMILY.
     link: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  facts:
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
-    support: full
+extends_documentation_fragment:
+  - hpcnet.rdma.sysfs_root
+  - hpcnet.rdma.attributes.read_only
+  - hpcnet.rdma.attributes.facts
 """
 
 EXAMPLES = r"""
@@ -353,9 +342,9 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_stack import memlock_limits, probe_stack
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import SysfsError, gather_rdma_sysfs
-from ansible_collections.hpcnet.rdma.plugins.module_utils.tool_runner import ModuleRunner
+from ansible_collections.hpcnet.rdma.plugins.module_utils.stack.rdma_stack import memlock_limits, probe_stack
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import SysfsError, gather_rdma_sysfs
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner
 
 
 def main():

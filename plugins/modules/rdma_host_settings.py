@@ -49,10 +49,6 @@ options:
     description: GPUDirect RDMA through C(nvidia_peermem), C(true), C(false) or C(auto) (true where the GPU driver is loaded).
     type: str
     default: auto
-  sysfs_root:
-    description: Root of sysfs.
-    type: path
-    default: /sys
   limits_file:
     description: The limits.d file of the memlock limit.
     type: path
@@ -98,6 +94,9 @@ options:
     type: str
 notes:
   - Check mode and diff are supported. A second run with the same options changes nothing.
+extends_documentation_fragment:
+  - hpcnet.rdma.sysfs_root
+  - hpcnet.rdma.attributes
 '''
 
 EXAMPLES = r'''
@@ -136,8 +135,8 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_host_apply import HostSettings, HostSettingsFailure
-from ansible_collections.hpcnet.rdma.plugins.module_utils.tool_runner import ModuleRunner
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host.rdma_host_apply import HostSettings, HostSettingsFailure
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner
 
 ARGUMENT_SPEC = dict(
     memlock=dict(type="raw", default="unlimited"),

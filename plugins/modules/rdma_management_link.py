@@ -30,12 +30,6 @@ description:
 author:
   - hpcnet.rdma contributors (@hpcnet)
 options:
-  sysfs_root:
-    description:
-      - Root of the sysfs tree to read. The roles feed it from the collection-wide variable C(rdma_sysfs_root).
-      - Must exist and contain C(class/), otherwise the module fails naming the path.
-    type: path
-    default: /sys
   addresses:
     description:
       - The address(es) the controller connects to on this host, IPv4 or IPv6 (an IPv4-mapped IPv6 address counts
@@ -52,6 +46,7 @@ options:
     type: path
     default: /proc
 notes:
+  - O(sysfs_root) must exist and contain C(class/), otherwise the module fails naming the path.
   - Read-only; always returns C(changed=false) and runs the same in check mode.
   - IPv4 default routes come from C(/proc/net/route), which shows only the main routing table and, for a multipath
     route, only its first next hop. A default route in another table (a management VRF) is not seen there; the
@@ -60,13 +55,9 @@ notes:
     another network namespace) is reported with no lower device and a warning.
 seealso:
   - module: hpcnet.rdma.rdma_facts
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+extends_documentation_fragment:
+  - hpcnet.rdma.sysfs_root
+  - hpcnet.rdma.attributes.read_only
 """
 
 EXAMPLES = r"""
@@ -197,9 +188,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.management_link import ManagementLinkError, check
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import SysfsError
-from ansible_collections.hpcnet.rdma.plugins.module_utils.tool_runner import ModuleRunner
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host.management_link import ManagementLinkError, check
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import SysfsError
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner
 
 
 def main():

@@ -93,13 +93,8 @@ seealso:
   - module: hpcnet.rdma.rdma_facts
   - module: hpcnet.rdma.roce_qos
   - module: hpcnet.rdma.rdma_counters
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+extends_documentation_fragment:
+  - hpcnet.rdma.attributes.read_only
 '''
 
 EXAMPLES = r'''
@@ -227,8 +222,9 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_verify import (  # noqa: E402
-    CHECKS, VerifyInputError, summary_message, verify)
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.rdma_verify import (  # noqa: E402
+    CHECKS, summary_message, verify)
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_fabric import VerifyInputError  # noqa: E402
 
 ARGUMENT_SPEC = dict(
     hosts=dict(type="dict", required=True),

@@ -36,10 +36,6 @@ options:
     type: str
     choices: [auto, mlnx_qos, dcb]
     default: auto
-  sysfs_root:
-    description: Root of sysfs (configfs is read under C(<sysfs_root>/kernel/config)).
-    type: path
-    default: /sys
   trust:
     description: Priority trust state.
     type: str
@@ -80,11 +76,15 @@ options:
     description: Link-level (802.3x) pause in both directions; must be false when PFC is on.
     type: bool
 notes:
+  - configfs (the RDMA-CM defaults) is read and written under C(<sysfs_root>/kernel/config).
   - Check mode computes the same plan and changes nothing; on a host where the RDMA-CM configfs directory of the
     device does not exist yet, check mode reports C(roce_mode) and C(roce_tos) as null.
   - Supports C(diff).
 seealso:
   - module: hpcnet.rdma.rdma_facts
+extends_documentation_fragment:
+  - hpcnet.rdma.sysfs_root
+  - hpcnet.rdma.attributes
 '''
 
 EXAMPLES = r'''
@@ -152,9 +152,9 @@ boot:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.roce_qos import (  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos.roce_qos import (  # noqa: E402
     BACKENDS, SETTINGS, Port, QosApplyError, QosError, describe_step, validate)
-from ansible_collections.hpcnet.rdma.plugins.module_utils.tool_runner import ModuleRunner  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner  # noqa: E402
 
 
 ARGUMENT_SPEC = dict(

@@ -23,8 +23,9 @@ sys.path.insert(0, str(REPO / "tests" / "unit" / "plugins" / "module_utils" / "f
 
 # unit.conftest makes ansible_collections.hpcnet.rdma importable (temp dir with a symlink to the repository)
 import unit.conftest  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_stack import SubprocessRunner, probe_stack  # noqa: E402
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import gather_rdma_sysfs  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.stack.rdma_stack import probe_stack  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import SubprocessRunner  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import gather_rdma_sysfs  # noqa: E402
 
 
 def build(root: Path, profile: str) -> str:

@@ -27,8 +27,8 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "tests" / "simhost"))
 
 import unit.conftest  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_stack import SubprocessRunner  # noqa: E402
-from ansible_collections.hpcnet.rdma.plugins.module_utils.roce_qos import Port  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import SubprocessRunner  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos.roce_qos import Port  # noqa: E402
 
 LOSSLESS = {"trust": "dscp", "pfc": [3], "dscp2prio": {26: 3, 48: 6}, "ecn": [3], "cnp_dscp": 48, "cnp_priority": 6,
             "dcqcn": None, "traffic_class": 106, "roce_tos": 106, "roce_mode": "v2", "global_pause": False}

@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO / "tests" / "simhost"))
 sys.path.insert(0, str(REPO / "collections"))
 
 from simhost import profile, tree  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.hpcnet.rdma.plugins.module_utils import perftest_rounds  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import perftest_rounds  # noqa: E402  pylint: disable=wrong-import-position
 
 RAILS = 2
 TESTS_PER_PAIR = 2  # ib_write_bw, then ib_write_lat

@@ -8,7 +8,7 @@ import pytest
 from rdma_testinfra import collection_path, parse_ibv_devinfo, parse_nccl_conf
 
 sys.path.insert(0, str(collection_path().parents[2]))
-from ansible_collections.hpcnet.rdma.plugins.module_utils import mlxconfig  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware import mlxconfig  # noqa: E402  pylint: disable=wrong-import-position
 
 SYS = "/run/simhost/sys"
 

@@ -2,7 +2,7 @@
 cluster. The master and standby SM (sminfo from the host that runs none, and each SM asked at its own LID), every
 port ACTIVE with a LID, the P_Key tables the partitions give, IPoIB (mode, MTU, addresses, the P_Key child, real
 traffic between hosts), memlock, the RDMA modules loaded at boot, nvidia_peermem, and NCCL_IB_PKEY in nccl.conf.
-sminfo is parsed with the collection's own parser (module_utils/infiniband.parse_sminfo)."""
+sminfo is parsed with the collection's own parser (module_utils/infiniband/infiniband.parse_sminfo)."""
 
 import sys
 
@@ -10,7 +10,7 @@ import pytest
 from rdma_testinfra import collection_path, parse_nccl_conf
 
 sys.path.insert(0, str(collection_path().parents[2]))
-from ansible_collections.hpcnet.rdma.plugins.module_utils import infiniband  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import infiniband  # noqa: E402  pylint: disable=wrong-import-position
 
 SYS = "/run/simhost/sys"
 PRIORITY = {"mol-ib-sm1": 14, "mol-ib-sm2": 10}

@@ -1,6 +1,7 @@
 """What an operator checks on a RoCE host after a reboot: the non-default lossless profile (molecule/roce/vars/
 nondefault.yml) is back, read from the tools' own output (mlnx_qos, dcb, ethtool, ip), the kernel files, rdma_facts
-and nccl.conf. The tool output is parsed with the collection's own parsers (qos_tools), as the module reads it."""
+and nccl.conf. The tool output is parsed with the collection's own parsers (qos_tools, dcb_tools), as the module
+reads it."""
 
 import json
 import sys
@@ -10,7 +11,7 @@ import yaml
 from rdma_testinfra import collection_path, parse_nccl_conf
 
 sys.path.insert(0, str(collection_path().parents[2]))
-from ansible_collections.hpcnet.rdma.plugins.module_utils import qos_tools  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos import dcb_tools, qos_tools  # noqa: E402  pylint: disable=wrong-import-position
 
 PROFILE = yaml.safe_load(open(__file__.rsplit("/tests/", 1)[0] + "/vars/nondefault.yml", encoding="utf-8"))
 SYS = "/run/simhost/sys"
@@ -39,8 +40,8 @@ def test_trust_pfc_and_dscp_map_survived(host, hostvars, netdev):
         qos = qos_tools.parse_mlnx_qos(_run(host, "mlnx_qos", "-i", netdev))
         trust, pfc, dscp2prio = qos["trust"], qos["pfc_enabled"], qos["dscp2prio"]
     else:
-        app = qos_tools.parse_dcb_app(_run(host, "dcb", "-j", "app", "show", "dev", netdev, "dscp-prio"))
-        pfc = qos_tools.parse_dcb_pfc(_run(host, "dcb", "-j", "pfc", "show", "dev", netdev))["pfc_enabled"]
+        app = dcb_tools.parse_dcb_app(_run(host, "dcb", "-j", "app", "show", "dev", netdev, "dscp-prio"))
+        pfc = dcb_tools.parse_dcb_pfc(_run(host, "dcb", "-j", "pfc", "show", "dev", netdev))["pfc_enabled"]
         dscp2prio = app["dscp2prio"]
         trust = "dscp" if app["dscp_prio"] else "pcp"   # mlx5: DSCP app entries switch the port to trust DSCP
     assert trust == "dscp"

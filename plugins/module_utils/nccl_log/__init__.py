@@ -5,7 +5,8 @@
 
 Pure Python, no Ansible imports.  Feed it lines (``NcclLogAnalyzer.feed``) or a whole file (``analyze_file``) and ask
 for ``result()``; ``check_expectations`` turns a result into findings.  README.md beside this file maps the modules:
-a new log form goes into grammar.py, a new INFO message into evidence.py, a new error meaning into rules.py.
+a new log form goes into grammar.py, a new INFO message into evidence.py (network.py for ``NET/...`` and the network
+selected), a new error meaning into rules.py.
 """
 
 from __future__ import absolute_import, division, print_function

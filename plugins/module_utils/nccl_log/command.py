@@ -6,10 +6,9 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import os
-import subprocess
 import threading
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner import tool_runner
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.grammar import _LINE_BYTES
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.analyzer import NcclLogAnalyzer
 
@@ -19,16 +18,12 @@ def run_logged_command(argv, env, timeout, chdir=None):
 
     Returns a dict: analysis, rc, timed_out, error (a message when the command could not start).
     """
-    full_env = dict(os.environ)
-    full_env['LC_ALL'] = 'C'
-    full_env['NCCL_DEBUG'] = 'INFO'     # unless ``env`` sets it
-    for key, val in (env or {}).items():
-        full_env[str(key)] = str(val)
+    full_env = {'NCCL_DEBUG': 'INFO'}   # unless ``env`` sets it
+    full_env.update(env or {})
     an = NcclLogAnalyzer()
     out = {'analysis': None, 'rc': None, 'timed_out': False, 'error': None}
     try:
-        proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=full_env,
-                                cwd=chdir, start_new_session=True)
+        proc = tool_runner.popen(argv, env=full_env, cwd=chdir)
     except (OSError, ValueError) as exc:
         out['error'] = 'command %s: cannot run it: %s' % (argv[0], exc)
         out['rc'] = 127
@@ -36,13 +31,7 @@ def run_logged_command(argv, env, timeout, chdir=None):
 
     def _kill():
         out['timed_out'] = True
-        try:
-            os.killpg(proc.pid, 9)
-        except OSError:
-            try:
-                proc.kill()
-            except OSError:
-                pass
+        tool_runner.kill_group(proc)
 
     timer = threading.Timer(timeout, _kill) if timeout else None
     if timer:

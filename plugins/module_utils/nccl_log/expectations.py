@@ -10,7 +10,7 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import RdmaSysfs, SysfsError, select_roce_v2_ipv4_gid_index
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import RdmaSysfs, SysfsError, select_roce_v2_ipv4_gid_index
 
 
 def _quote(result, kinds, limit=3):
@@ -247,3 +247,47 @@ def _fallback_findings(result):
             ', '.join(t for t in result['net_transports'] if t != 'Socket'),
             ', '.join('%s=%s' % (k, v['net_transport']) for k, v in sorted(per.items()) if v['net_transport'])[:500]))
     return findings
+
+
+# The module's expectation inputs, checked before any log is read
+def expect_transport_problem(value):
+    """Return an error for an expect_transport value that names a link layer or protocol instead of an NCCL network."""
+    if value is None:
+        return None
+    allowed = '(allowed: IB, Socket, or a net plugin name such as IBext or plugin:IBext_v8)'
+    name = value.strip()
+    if not (name[7:] if name.startswith('plugin:') else name).strip():
+        return 'expect_transport=%r names no network %s' % (value, allowed)
+    if name.lower() == 'plugin:ib':
+        return 'expect_transport=%s: IB is NCCL\'s built-in transport (2.27+ calls it a plugin): use expect_transport=IB' % value
+    if name.startswith('NET/'):
+        return ('expect_transport=%s: give the network name NCCL prints after "NET/" (%s) %s'
+                % (value, name[4:].split('/')[0] or 'IB', allowed))
+    if not re.match(r'^[\w.:\- ]+$', name) or not re.match(r'^(?:plugin:)?\s*[A-Za-z]', name):
+        return 'expect_transport=%r is not a network name %s' % (value, allowed)
+    words = {
+        'roce': 'RoCE runs on NCCL\'s built-in IB transport: use expect_transport=IB expect_link_layer=RoCE',
+        'infiniband': 'NCCL calls its verbs transport IB: use expect_transport=IB (and expect_link_layer=IB)',
+        'tcp': 'NCCL calls its TCP transport Socket: use expect_transport=Socket',
+        'sockets': 'NCCL calls its TCP transport Socket: use expect_transport=Socket',
+        'gdr': 'GPUDirect RDMA is not a transport: use expect_gdr=true',
+        'gdrdma': 'GPUDirect RDMA is not a transport: use expect_gdr=true',
+    }
+    hint = words.get(value.strip().lower())
+    if hint:
+        return 'expect_transport=%s: %s (allowed: IB, Socket, or a net plugin name such as IBext or plugin:IBext_v8)' % (value, hint)
+    return None
+
+
+def expect_hcas_problem(hcas):
+    """A message when an expect_hcas item is not an HCA name or name:port, else None."""
+    for item in hcas or []:
+        text = '' if item is None else str(item).strip()
+        if text.startswith('^'):
+            return ('expect_hcas=%r: list the HCAs NCCL must use; the "^" exclude syntax of NCCL_IB_HCA is not an expectation'
+                    % item)
+        parts = [x for x in re.split(r'[,\s]+', text.lstrip('=')) if x]
+        if not parts or not all(re.match(r'^[A-Za-z][\w.\-]*(?::\d+)?$', x) for x in parts):
+            return ('expect_hcas=%r: give HCA names or name:port (mlx5_0, mlx5_0:1; NCCL_IB_HCA\'s "=" prefix is allowed)'
+                    % item)
+    return None

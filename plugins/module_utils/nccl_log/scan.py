@@ -18,14 +18,14 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import tempfile
 from collections import Counter
 from operator import itemgetter, methodcaller
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner import tool_runner
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.grammar import (
     MAX_LINE, _LEADING, _LINE_BYTES, _TOKENS, _wanted)
-from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.evidence import REPLAY_NET, REPLAY_NVLS, REPLAY_SELECT
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.network import REPLAY_NET, REPLAY_NVLS, REPLAY_SELECT
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.analyzer import NcclLogAnalyzer
 
 # exactly _TOKENS: (anchor byte or None, literal or None, regex "token ... up to the end of its line").  A scan is
@@ -368,20 +368,15 @@ def _gnu_grep():
         return None
     if exe not in _GNU_GREP:
         try:
-            out = subprocess.run([exe, '--version'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_c_env(),
-                                 timeout=30, check=False).stdout
-        except (OSError, subprocess.SubprocessError):
-            out = b''
-        _GNU_GREP[exe] = b'GNU grep' in out
+            out = tool_runner.run_process([exe, '--version'], timeout=30, unset=_GREP_UNSET)['output']
+        except (OSError, ValueError):
+            out = ''
+        _GNU_GREP[exe] = 'GNU grep' in out
     return exe if _GNU_GREP[exe] else None
 
 
-def _c_env():
-    env = dict(os.environ)
-    for key in ('GREP_OPTIONS', 'GREP_COLOR', 'GREP_COLORS', 'LANG', 'LANGUAGE'):
-        env.pop(key, None)
-    env['LC_ALL'] = 'C'
-    return env
+# what would change grep's output: its options and colours, a locale other than C
+_GREP_UNSET = ('GREP_OPTIONS', 'GREP_COLOR', 'GREP_COLORS', 'LANG', 'LANGUAGE')
 
 
 def _last_line(fh, size):
@@ -442,13 +437,12 @@ def _grep_scan(path, fh):
             pos += len(block)
             if not block:
                 break
-    env = _c_env()
     argv = [grep, '-a', '-n', '-E', '-e', _GREP_ERE]
     procs = []
     files = []
 
     def start(args, **kw):
-        proc = subprocess.Popen(args, stderr=subprocess.DEVNULL, env=env, **kw)
+        proc = tool_runner.popen(args, stderr=tool_runner.DEVNULL, unset=_GREP_UNSET, **kw)
         procs.append(proc)
         return proc
 
@@ -466,14 +460,14 @@ def _grep_scan(path, fh):
                 spool = tempfile.TemporaryFile()
                 files.append(spool)
                 second = start(argv, stdin=opened_at(mid), stdout=spool)
-                count_all = start([wc, '-l'], stdin=opened_at(0), stdout=subprocess.PIPE)
-                count_second = start([wc, '-l'], stdin=opened_at(mid), stdout=subprocess.PIPE)
-                part = start([head, '-c', str(mid), '--', path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
-                first = start(argv, stdin=part.stdout, stdout=subprocess.PIPE)
+                count_all = start([wc, '-l'], stdin=opened_at(0), stdout=tool_runner.PIPE)
+                count_second = start([wc, '-l'], stdin=opened_at(mid), stdout=tool_runner.PIPE)
+                part = start([head, '-c', str(mid), '--', path], stdin=tool_runner.DEVNULL, stdout=tool_runner.PIPE)
+                first = start(argv, stdin=part.stdout, stdout=tool_runner.PIPE)
                 part.stdout.close()
             else:
-                count_all = start([grep, '-a', '-c', '', '--', path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
-                first = start(argv + ['--', path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+                count_all = start([grep, '-a', '-c', '', '--', path], stdin=tool_runner.DEVNULL, stdout=tool_runner.PIPE)
+                first = start(argv + ['--', path], stdin=tool_runner.DEVNULL, stdout=tool_runner.PIPE)
         except (OSError, ValueError):
             return None
         try:

@@ -7,7 +7,8 @@ fallback to sockets, multi_node, GDR, plugin, GIDs, inferred errors, per_host)."
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.evidence import _LOOPBACK_IFACES
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.expectations import tcp_providers
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.network import _LOOPBACK_IFACES
 
 
 def _vtuple(version):
@@ -434,3 +435,67 @@ def gid_kind(prefix_hex, iid_hex):
 
 def _pub_dev(d):
     return {'name': d['name'], 'port': d['port'], 'link_layer': d['link_layer']}
+
+
+def summary_line(result):
+    """One line an operator reads first: what NCCL selected, on which HCAs, and what looks wrong."""
+    transport = result.get('net_transport')
+    version = result.get('nccl_version')
+    if isinstance(version, str):
+        parts = ['NCCL %s' % version]
+    elif version:
+        parts = ['NCCL versions %s (processes differ)' % ', '.join(version)]
+    else:
+        parts = ['NCCL (version not shown)']
+    if transport is None:
+        parts.append('network transport not shown in the log')
+    elif result.get('mismatch') and len(result.get('net_transports') or []) > 1:
+        parts.append('processes used different network transports (%s; see per_host)' % ', '.join(result['net_transports']))
+    else:
+        layers = sorted({d.get('link_layer') for d in result.get('ib_devices') or [] if d.get('link_layer')})
+        text = 'used %s' % transport
+        if transport == 'IB' and layers:
+            text += ' over %s' % '/'.join(layers)
+        devices = ['%s:%s' % (d.get('name'), d.get('port')) for d in result.get('ib_devices') or []]
+        if devices:
+            text += ' (%s)' % ', '.join(devices)
+        if transport == 'Socket' and result.get('ib_disabled_by_env'):
+            text += ' (NCCL_IB_DISABLE=1)'
+        parts.append(text)
+    gdrs = set(v.get('gdr') for v in (result.get('per_host') or {}).values() if v.get('gdr') is not None)
+    if len(gdrs) > 1:
+        parts.append('GPUDirect RDMA on some processes only (see per_host)')
+    elif result.get('gdr') is not None and transport != 'Socket':
+        parts.append('GPUDirect RDMA %s' % ('on' if result['gdr'] else 'off'))
+    for e in result.get('errors') or []:
+        if e.get('category') == 'socket on loopback':
+            parts.append('WARNING: the socket transport is on a loopback interface')
+    if result.get('multi_node') is not None:
+        parts.append('multi-node' if result['multi_node'] else 'single node')
+    if result.get('fallback_to_socket'):
+        probe = ' '.join(e.get('text', '') for e in (result.get('evidence') or {}).get('ib_probe', []))
+        if 'libibverbs' in probe:
+            parts.append('WARNING: fell back from IB to TCP sockets (libibverbs could not be loaded: install rdma-core)')
+        elif result.get('ib_disabled_by_env'):
+            parts.append('WARNING: fell back from IB to TCP sockets (NCCL_IB_DISABLE=1)')
+        else:
+            parts.append('WARNING: fell back from IB to TCP sockets (NCCL found no usable IB device)')
+    for name in tcp_providers(result):
+        parts.append('WARNING: aws-ofi-nccl provider %s is TCP, not EFA/RDMA' % name)
+    for g in result.get('gid') or []:
+        if g.get('kind') == 'link-local':
+            parts.append('WARNING: GID index %s on %s port %s is a link-local RoCE v1 GID (see findings with '
+                         'expect_link_layer=RoCE)' % (g['gid_index'], g.get('hca') or 'NCCL device %s' % g['dev'], g['port']))
+            break
+    if result.get('mismatch'):
+        parts.append('WARNING: processes chose different transports (see per_host)')
+    errors = result.get('errors') or []
+    if any((e.get('meaning') or '').startswith('the process crashed') for e in errors):
+        parts.append('WARNING: a process crashed')
+    if errors:
+        categories = []
+        for e in errors:
+            if e.get('category') not in categories:
+                categories.append(e.get('category'))
+        parts.append('%d distinct error(s) in errors (%s)' % (len(errors), ', '.join(str(c) for c in categories[:4])))
+    return '; '.join(parts)

@@ -10,7 +10,10 @@ import json
 import sys
 from pathlib import Path
 
+from .fabric import main as fabric_main
 from .firmware import set_cable
+from .kitfiles import main as files_main
+from .kitinstall import main as install_main
 from .profile import ProfileError, expand, list_profiles, load
 from .kernelfs import settle, watch
 from .sysfs import DEFAULT_ROOT, persist_dir
@@ -20,17 +23,14 @@ from .tree import build_tree
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["files"]:  # a host's files in one call (install.yml)
-        from .kitfiles import main as files_main  # pylint: disable=import-outside-toplevel
         try:
             return files_main(argv[1:])
         except OSError as exc:
             print(f"simhost: error: {exc}", file=sys.stderr)
             return 2
     if argv[:1] == ["install"]:  # a host's kit install in one call (install.yml)
-        from .kitinstall import main as install_main  # pylint: disable=import-outside-toplevel
         return install_main(argv[1:])
     if argv[:1] == ["fabric"]:  # the InfiniBand fabric commands (ibsim netfile, umad2sim env files)
-        from .fabric import main as fabric_main  # pylint: disable=import-outside-toplevel
         try:
             return fabric_main(argv[1:])
         except (ProfileError, ValueError, OSError) as exc:

@@ -30,6 +30,9 @@ import re
 import sys
 from pathlib import Path
 
+from . import profile as profile_mod
+from . import statefile, sysfs
+
 UMAD2SIM_GLOB = "/usr/lib/*/umad2sim/libumad2sim.so"
 UMAD2SIM_DEFAULT = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
 DEFAULT_PORT = 7070
@@ -67,7 +70,6 @@ def ib_devices(exp: dict) -> list[dict]:
 def _load_host(item) -> dict:
     """An expanded profile from a path (JSON: the tree's .simhost/profile.json, or a raw profile with ib_fabric) or
     a {host, profile} mapping; raw profiles are expanded here."""
-    from . import profile as profile_mod  # pylint: disable=import-outside-toplevel
     host = None
     if isinstance(item, dict) and "profile" in item:
         host, prof = item.get("host"), item["profile"]
@@ -222,11 +224,7 @@ def write_env_files(exp: dict, etc: Path) -> list[str]:
     changed = []
     for rel, text in want.items():
         path = etc / rel
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
+        if statefile.write_if_changed(path, text, mkdir=True):
             changed.append(str(path))
     stale = [etc / "ibsim.env"] if "ibsim.env" not in want else []
     stale += [p for p in (etc / "opensm").glob("*.env") if f"opensm/{p.name}" not in want]
@@ -309,7 +307,6 @@ def tool_command(name: str, argv: list[str], exp: dict, environ: dict | None = N
 
 
 def exec_tool(name: str, argv: list[str]) -> int:
-    from . import sysfs  # pylint: disable=import-outside-toplevel
     try:
         exp = sysfs.simhost_profile()
     except (OSError, ValueError):
@@ -324,15 +321,6 @@ def exec_tool(name: str, argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- CLI
-def _write_if_changed(path: Path, text: str) -> bool:
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return False
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return True
-
-
 def write_netfiles(hosts: list, title: str, out_dir: Path) -> dict:
     """Write ``fabric-rail<N>.net`` of every rail into ``out_dir`` (only those whose text changed), remove the
     ``fabric-rail*.net`` of rails no host has any more. Returns {"rails": [{rail, port, netfile, changed}],
@@ -344,7 +332,7 @@ def write_netfiles(hosts: list, title: str, out_dir: Path) -> dict:
     for rail, text in texts.items():
         path = out_dir / f"fabric-rail{rail}.net"
         rails.append({"rail": rail, "port": ports[rail], "netfile": str(path),
-                      "changed": _write_if_changed(path, text)})
+                      "changed": statefile.write_if_changed(path, text)})
     removed = []
     for path in sorted(out_dir.glob("fabric-rail*.net")):
         m = NETFILE_RE.match(path.name)
@@ -385,11 +373,11 @@ def main(argv=None) -> int:
         text = netfile(hosts, args.title, args.rail)
         if args.output:
             path = Path(args.output)
-            print(f"simhost: wrote {path} (changed)" if _write_if_changed(path, text) else f"simhost: {path} unchanged")
+            changed = statefile.write_if_changed(path, text)
+            print(f"simhost: wrote {path} (changed)" if changed else f"simhost: {path} unchanged")
         else:
             sys.stdout.write(text)
     else:
-        from . import sysfs  # pylint: disable=import-outside-toplevel
         changed = write_env_files(sysfs.simhost_profile(Path(args.root)), Path(args.etc))
         print(f"simhost: {len(changed)} environment file(s) changed" + (": " + ", ".join(changed) if changed else ""))
     return 0

@@ -68,12 +68,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
 import socket
 from pathlib import Path
 
-from . import qos, sysfs
+from . import firmware, qos, statefile, sysfs
 
 # ----------------------------------------------------------------------------------------- the constants
 EFFICIENCY_4096 = {"InfiniBand": 0.97, "Ethernet": 0.96}
@@ -141,7 +140,6 @@ def _ecn_enabled(root: Path, netdev: str | None, side: str) -> list:
     if edir.is_dir():
         return [p for p in range(8) if (sysfs.read(edir / str(p)) or "0").strip() == "1"]
     try:
-        from . import firmware  # pylint: disable=import-outside-toplevel
         files = firmware.ecn_boot_values(root).get(netdev) or {}
     except Exception:  # pylint: disable=broad-except
         files = {}
@@ -417,12 +415,6 @@ def counter_deltas(pair: dict, messages: list) -> dict:
     return {"sender": snd, "receiver": rcv}
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name("%s.tmp%d" % (path.name, os.getpid()))
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def apply_counters(sysfs_root, view: dict, deltas: dict) -> None:
     """Add ``deltas`` ({"sysfs": {rel: n}, "ethtool": {name: n}}) to the host of ``view``: the port's
     ``counters/``/``hw_counters/`` files (only those that exist, as the kernel has them) and, for its netdev,
@@ -438,7 +430,7 @@ def apply_counters(sysfs_root, view: dict, deltas: dict) -> None:
             value = int(text.strip() or "0")
         except ValueError:
             value = 0
-        _atomic_write(path, "%d\n" % (value + n))
+        statefile.write_text(path, "%d\n" % (value + n))
     moved = deltas.get("ethtool") or {}
     netdev = view.get("netdev")
     if moved and netdev:
@@ -449,7 +441,7 @@ def apply_counters(sysfs_root, view: dict, deltas: dict) -> None:
         mine = data.setdefault(netdev, {})
         for name, n in moved.items():
             mine[name] = int(mine.get(name, 0)) + n
-        _atomic_write(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+        statefile.write_json(path, data, indent=1, sort_keys=True)
 
 
 # ==================================================================================== nccl-tests

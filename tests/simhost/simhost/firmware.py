@@ -31,10 +31,9 @@ unplugged; ``set_cable`` changes it and applies it to the running tree at once; 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from . import sysfs
+from . import statefile, sysfs
 
 # ------------------------------------------------------------------------------ what is modelled (ONE place)
 EFFECTS = {
@@ -353,15 +352,9 @@ def read_nv(card: dict) -> dict:
     return values
 
 
-def _atomic_json(path: Path, data) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp%d" % os.getpid())
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_nv(card: dict, values: dict) -> None:
-    _atomic_json(nv_path(card), {"card": card["identity"], "pci": card["pci"], "next_boot": values})
+    statefile.write_json(nv_path(card), {"card": card["identity"], "pci": card["pci"], "next_boot": values},
+                         indent=1, sort_keys=True, mkdir=True)
 
 
 # -------------------------------------------------------------------------------------------------- boot
@@ -389,7 +382,7 @@ def save_boot_state(root: Path, exp: dict) -> dict:
     state = {}
     for card in cards(exp):
         state[card["pci"]] = {"card": card["identity"], "current": read_nv(card)}
-    _atomic_json(sysfs.state_dir(root) / STATE_FILE, state)
+    statefile.write_json(sysfs.state_dir(root) / STATE_FILE, state, indent=1, sort_keys=True, mkdir=True)
     return {pci: entry["current"] for pci, entry in state.items()}
 
 
@@ -479,20 +472,17 @@ def set_cable(root: Path, device: str, port: int, plugged: bool) -> str:
             table_.pop(dev["pci"])
     else:
         entry[str(port)] = "unplugged"
-    _atomic_json(sysfs.persist_dir() / CABLES_FILE, table_)
+    statefile.write_json(sysfs.persist_dir() / CABLES_FILE, table_, indent=1, sort_keys=True, mkdir=True)
     _apply_cable(root, device, pdesc, plugged)
     return f"{device} port {port} cable {'plugged' if plugged else 'unplugged'}"
 
 
 def _write(path: Path, text: str) -> None:
     if path.parent.is_dir():
-        tmp = path.with_name(path.name + ".tmp%d" % os.getpid())
-        tmp.write_text(text + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        statefile.write_text(path, text + "\n")
 
 
 def _apply_cable(root: Path, device: str, pdesc: dict, plugged: bool) -> None:
-    from . import profile as profile_mod  # pylint: disable=import-outside-toplevel
     pdir = sysfs.port_dir(device, pdesc["port"], root)
     want = dict(pdesc.get("plugged") or {}, **{k: pdesc[k] for k in ("netdev", "link_layer")})
     for key in ("state", "phys_state", "rate", "lid", "sm_lid"):
@@ -505,16 +495,16 @@ def _apply_cable(root: Path, device: str, pdesc: dict, plugged: bool) -> None:
             _write(pdir / "sm_lid", f"0x{want['sm_lid']:x}")
     else:
         state, phys = "DOWN", "Polling"
-    _write(pdir / "state", f"{profile_mod.PORT_STATES[state]}: {state}")
-    _write(pdir / "phys_state", f"{profile_mod.PHYS_STATES[phys]}: {phys}")
+    _write(pdir / "state", f"{sysfs.PORT_STATES[state]}: {state}")
+    _write(pdir / "phys_state", f"{sysfs.PHYS_STATES[phys]}: {phys}")
     ndir = sysfs.netdev_dir(want["netdev"], root)
     if not ndir.is_dir():
         return
     up = state == "ACTIVE"
     changes = sysfs.num_value(sysfs.read(ndir / "carrier_changes")) + 1
-    gbps = profile_mod._rate_parts(want["rate"])[0]  # pylint: disable=protected-access
+    speed = sysfs.speed_mbps(want["rate"])
     _write(ndir / "carrier", "1" if up else "0")
     _write(ndir / "operstate", "up" if up else "down")
-    _write(ndir / "speed", str(int(gbps * 1000)) if up else "-1")
+    _write(ndir / "speed", str(speed) if up else "-1")
     _write(ndir / "duplex", "full" if up else "unknown")
     _write(ndir / "carrier_changes", str(changes))

@@ -24,7 +24,6 @@ Stdlib only. See README.md, "InfiniBand fabric and subnet manager".
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -32,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import fabric, firmware, sysfs
+from . import fabric, firmware, statefile, sysfs
 
 # infiniband-diags (libibmad dump.c) LinkState / PhysLinkState names -> the kernel's sysfs text
 LINK_STATES = {"NoChange": "0: NOP", "Down": "1: DOWN", "Initialize": "2: INIT", "Armed": "3: ARMED",
@@ -118,9 +117,7 @@ def _write_if_changed(path: Path, text: str) -> bool:
     old = sysfs.read(path)
     if old == text or not path.parent.is_dir():
         return False
-    tmp = path.with_name(f".{path.name}.ibsync{os.getpid()}")
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    statefile.write_text(path, text + "\n")
     return True
 
 
@@ -136,8 +133,7 @@ def mirror(root: Path, dev: str, port: dict, files: dict[str, str], real_netdev:
             up = files["state"] == "4: ACTIVE"
             want = {"carrier": "1" if up else "0", "operstate": "up" if up else "down"}
             if (ndir / "speed").exists() or up:
-                from .tree import _speed_mbps  # pylint: disable=import-outside-toplevel
-                want["speed"] = str(_speed_mbps(port["rate"])) if up else "-1"
+                want["speed"] = str(sysfs.speed_mbps(port["rate"])) if up else "-1"
                 want["duplex"] = "full" if up else "unknown"
             changed += [f"class/net/{port['netdev']}/{k}" for k, v in want.items() if _write_if_changed(ndir / k, v)]
     return changed
@@ -233,9 +229,7 @@ class Syncer:
         if not sdir.is_dir():
             return
         data = {"time": time.time(), "ports": self.last, "last_changed": changed}
-        tmp = sdir / ".ibsync.json.tmp"
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, sdir / "ibsync.json")
+        statefile.write_json(sdir / "ibsync.json", data, indent=2, sort_keys=True)
 
 
 def next_interval(current: float, changed: bool, base: float, idle: float = IDLE_INTERVAL) -> float:

@@ -35,7 +35,7 @@ import shutil
 import time
 from pathlib import Path
 
-from . import firmware, sysfs
+from . import firmware, statefile, sysfs
 
 ROCE_V1, ROCE_V2 = "IB/RoCE v1", "RoCE v2"
 LOG = "kernelfs.log"
@@ -68,11 +68,7 @@ def _state(root: Path, name: str) -> dict:
 
 
 def _save(root: Path, name: str, data: dict) -> None:
-    path = sysfs.state_dir(root) / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp%d" % os.getpid())
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    statefile.write_json(sysfs.state_dir(root) / name, data, indent=1, sort_keys=True, mkdir=True)
 
 
 def _raw(path: Path) -> str | None:
@@ -366,8 +362,7 @@ IP_RUNNER = _ip
 
 
 def _real_links(root: Path) -> bool:
-    text = sysfs.read(root / ".simhost/profile.json")
-    return bool(text and json.loads(text).get("real_netdevs"))
+    return bool(sysfs.simhost_profile(root).get("real_netdevs"))
 
 
 def _link_exists(name: str) -> bool:
@@ -396,8 +391,7 @@ def ipoib_children(root: Path, parent: str) -> dict:
 
 def _ipoib_mcast_mtu(root: Path, parent: str) -> int:
     """The broadcast group's MTU minus 4: the profile port's boot MTU (2044 for a 2048 partition MTU)."""
-    text = sysfs.read(root / ".simhost/profile.json")
-    for dev in (json.loads(text) if text else {}).get("devices", []):
+    for dev in sysfs.simhost_profile(root).get("devices", []):
         for port in dev["ports"]:
             if port.get("netdev") == parent:
                 return min(int(port.get("mtu") or 2044), 4092)

@@ -11,24 +11,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
+
+from . import statefile
 
 
 def _write(path: Path, content: str, mode: int) -> bool:
-    data = content.encode("utf-8")
-    if path.is_file() and not path.is_symlink() and path.read_bytes() == data:
-        if (path.stat().st_mode & 0o7777) == mode:
-            return False
-        path.chmod(mode)
-        return True
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
-    return True
+    return statefile.write_if_changed(path, content, mode=mode)
 
 
 def _link(path: Path, target: str) -> bool:

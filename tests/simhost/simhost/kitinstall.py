@@ -38,7 +38,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import fabric, kitfiles
+from . import fabric, kitfiles, sysfs
 from .profile import ProfileError, expand, load
 
 KEYS = {"stop", "files", "create", "dirs", "move", "check", "units", "kit_changed", "fabric_env", "fabric_units",
@@ -184,7 +184,6 @@ def apply(spec: dict) -> dict:
     restarted = _units(spec.get("units"), changed, kit_changed)
     if spec.get("fabric_env"):
         env = spec["fabric_env"]
-        from . import sysfs  # pylint: disable=import-outside-toplevel
         changed += fabric.write_env_files(sysfs.simhost_profile(Path(env["root"])), Path(env["etc"]))
     restarted += _units(spec.get("fabric_units"), changed, kit_changed)
     rails = []

@@ -30,7 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import sysfs
+from . import statefile, sysfs
 
 # the RDMA set a distribution kernel (or MLNX_OFED/DOCA) ships: what `modprobe` finds without a profile list
 RDMA_AVAILABLE = ["ib_core", "ib_uverbs", "ib_umad", "rdma_cm", "rdma_ucm", "ib_ipoib", "ib_cm", "iw_cm",
@@ -78,11 +78,6 @@ def release() -> str:
     return os.environ.get("SIMHOST_UNAME_R") or platform.release()
 
 
-def _profile(root: Path) -> dict:
-    text = sysfs.read(Path(root) / ".simhost/profile.json")
-    return json.loads(text) if text else {}
-
-
 def available(exp: dict) -> list[str]:
     """What ``modprobe`` can load on this host: the profile's list (or the RDMA set), its boot modules, and the
     NVIDIA driver's modules when the GPU driver marker is present."""
@@ -127,11 +122,7 @@ def _state(root: Path) -> dict:
 
 
 def _save_state(root: Path, order: list[str]) -> None:
-    d = sysfs.state_dir(root)
-    d.mkdir(parents=True, exist_ok=True)
-    tmp = d / f".{STATE}.{os.getpid()}"
-    tmp.write_text(json.dumps({"order": order}, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, d / STATE)
+    statefile.write_json(sysfs.state_dir(root) / STATE, {"order": order}, indent=1, mkdir=True)
 
 
 def _w(path: Path, text: str) -> None:
@@ -228,7 +219,7 @@ def _norm(name: str) -> str:
 def load(root: Path, name: str, exp: dict | None = None, dry_run: bool = False, first_time: bool = False) -> list[str]:
     """``modprobe NAME``: load it and what it depends on; returns the modules inserted (in order)."""
     root = Path(root)
-    exp = exp if exp is not None else _profile(root)
+    exp = exp if exp is not None else sysfs.simhost_profile(Path(root))
     name = _norm(name)
     if name not in available(exp):
         raise ModprobeError(f"modprobe: FATAL: Module {name} not found in directory /lib/modules/{release()}")
@@ -258,7 +249,7 @@ def load(root: Path, name: str, exp: dict | None = None, dry_run: bool = False, 
 def unload(root: Path, name: str, exp: dict | None = None, dry_run: bool = False, first_time: bool = False) -> list[str]:
     """``modprobe -r NAME``: remove it, then the dependencies nothing else uses; returns the modules removed."""
     root = Path(root)
-    exp = exp if exp is not None else _profile(root)
+    exp = exp if exp is not None else sysfs.simhost_profile(Path(root))
     name = _norm(name)
     if not is_loaded(root, name):
         if name not in available(exp):
@@ -285,7 +276,7 @@ def unload(root: Path, name: str, exp: dict | None = None, dry_run: bool = False
 def boot(root: Path, exp: dict | None = None) -> list[str]:
     """At build time: load the profile's modules (and the GPU driver), in order, each with its dependencies."""
     root = Path(root)
-    exp = exp if exp is not None else _profile(root)
+    exp = exp if exp is not None else sysfs.simhost_profile(Path(root))
     done = []
     for m in boot_modules(exp):
         done += load(root, m, exp)
@@ -391,7 +382,7 @@ def modprobe_main(argv: list[str]) -> int:
 def boot_main(root: Path, bind: bool = True) -> int:
     """simhost-modules.service: what systemd-modules-load would do, then the /proc/modules view."""
     root = Path(root)
-    exp = _profile(root)
+    exp = sysfs.simhost_profile(Path(root))
     rc = 0
     for name in modules_load_d():
         try:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from . import firmware
 from . import profile as profile_mod
+from . import statefile, sysfs
 
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 ROCE_GID_TYPES = ("IB/RoCE v1", "RoCE v2")   # order of ib_cache_gid_add over the port's gid type mask
@@ -277,15 +278,15 @@ def netdev_attrs(link: dict, port_active: bool = True) -> dict[str, str | None]:
 def port_state(link: dict | None, rail: dict) -> tuple[str, str]:
     """(state, phys_state) file texts of a RoCE port whose netdev is ``link``: mlx5 follows the netdev."""
     if link is None:
-        return (f"{profile_mod.PORT_STATES[rail['state']]}: {rail['state']}",
-                f"{profile_mod.PHYS_STATES[rail['phys_state']]}: {rail['phys_state']}")
+        return (f"{sysfs.PORT_STATES[rail['state']]}: {rail['state']}",
+                f"{sysfs.PHYS_STATES[rail['phys_state']]}: {rail['phys_state']}")
     flags = set(link["flags"])
     if "UP" not in flags:
         return "1: DOWN", "3: Disabled"
     if "LOWER_UP" in flags and rail["state"] == "ACTIVE":
         return "4: ACTIVE", "5: LinkUp"
     phys = rail["phys_state"] if rail["phys_state"] != "LinkUp" else "Polling"
-    return "1: DOWN", f"{profile_mod.PHYS_STATES[phys]}: {phys}"
+    return "1: DOWN", f"{sysfs.PHYS_STATES[phys]}: {phys}"
 
 
 def sync_tree(root, links: list[dict], exp: dict | None = None) -> dict:
@@ -295,7 +296,7 @@ def sync_tree(root, links: list[dict], exp: dict | None = None) -> dict:
     DOWN/Disabled, no IPv4 GIDs."""
     root = Path(root)
     if exp is None:
-        exp = json.loads((root / ".simhost/profile.json").read_text(encoding="utf-8"))
+        exp = sysfs.simhost_profile(root, required=True)  # no tree: fail, do not mirror into nothing
     tmp_dir = root / ".simhost/tmp"
     tmp_dir.mkdir(parents=True, exist_ok=True)
     by_name = {ln["name"]: ln for ln in links}
@@ -381,9 +382,7 @@ def run_argv(cmds: list[list[str]]) -> None:
 
 
 def _speed_of(pdir: Path) -> int:
-    rate = _read(pdir / "rate") or "400 Gb/sec (4X NDR)"
-    gbps, _w, _s = profile_mod._rate_parts(rate)  # pylint: disable=protected-access
-    return int(gbps * 1000)
+    return sysfs.speed_mbps(_read(pdir / "rate") or "400 Gb/sec (4X NDR)")
 
 
 def _read(path: Path) -> str | None:
@@ -394,10 +393,7 @@ def _read(path: Path) -> str | None:
 
 
 def _put(path: Path, text: str, tmp_dir: Path) -> None:
-    tmp = tmp_dir / f"{os.getpid()}.{path.name}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text + "\n")
-    os.replace(tmp, path)
+    statefile.write_text(path, text + "\n", tmp_dir=tmp_dir)
 
 
 def _set(path: Path, text: str | None, tmp_dir: Path) -> bool:

@@ -26,9 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import netdev
+from . import netdev, statefile, sysfs
 from .profile import ProfileError, expand, load
-from .sysfs import DEFAULT_ROOT
 
 RTMGRP_LINK = 0x1
 RTMGRP_IPV4_IFADDR = 0x10
@@ -84,7 +83,7 @@ class NetSync:
         self.root = Path(root)
         self.settle = settle
         self.adopt = adopt
-        self.exp = json.loads((self.root / ".simhost/profile.json").read_text(encoding="utf-8"))
+        self.exp = sysfs.simhost_profile(self.root, required=True)  # no tree: fail, do not mirror into nothing
         self.rails = netdev.rail_ports(self.exp)
         self.state = {"pid": os.getpid(), "mode": None, "adopted": [], "warnings": [], "syncs": 0,
                       "last_sync": None, "last_sync_ms": None}
@@ -130,11 +129,8 @@ class NetSync:
         self.save_state()
 
     def save_state(self) -> None:
-        sdir = self.root / ".simhost/state"
-        sdir.mkdir(parents=True, exist_ok=True)
-        tmp = sdir / ".netsync.json.tmp"
-        tmp.write_text(json.dumps(self.state, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, sdir / "netsync.json")
+        statefile.write_json(sysfs.state_dir(self.root) / "netsync.json", self.state, indent=1, sort_keys=True,
+                             mkdir=True)
 
 
 def cmd_run(args) -> int:
@@ -198,7 +194,7 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     for name in ("run", "once"):
         p = sub.add_parser(name)
-        p.add_argument("--root", default=os.environ.get("SIMHOST_SYSFS_ROOT", DEFAULT_ROOT))
+        p.add_argument("--root", default=os.environ.get("SIMHOST_SYSFS_ROOT", sysfs.DEFAULT_ROOT))
         if name == "run":
             p.add_argument("--interval", type=float, default=30.0, help="full re-sync period in seconds")
             p.add_argument("--settle", type=float, default=0.5, help="wait before adopting a hot-plugged link")

@@ -15,22 +15,14 @@ import re
 from pathlib import Path
 
 from . import firmware as fw
+from .sysfs import PHYS_STATES, PORT_STATES, RATE_RE  # the kernel's port state names and rate format
 
 PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
 
 PROVIDERS = ("inbox", "mlnx_ofed", "doca", "none")
 LINK_LAYERS = ("InfiniBand", "Ethernet")
-# kernel ib_port_state names (drivers/infiniband/core/sysfs.c state_show)
-PORT_STATES = {"NOP": 0, "DOWN": 1, "INIT": 2, "ARMED": 3, "ACTIVE": 4, "ACTIVE_DEFER": 5}
-# kernel phys_state_to_str()
-PHYS_STATES = {
-    "Sleep": 1, "Polling": 2, "Disabled": 3, "PortConfigurationTraining": 4,
-    "LinkUp": 5, "LinkErrorRecovery": 6, "Phy Test": 7,
-}
 GID_TYPES = ("IB/RoCE v1", "RoCE v2")
 GID_SOURCES = ("link_local", "ipv4", "ipv6", "ib_default")
-# kernel rate string: "<rate> Gb/sec (<width>X <speed>)" as drivers/infiniband/core/sysfs.c rate_show()
-RATE_RE = re.compile(r"^(\d+(?:\.\d+)?) Gb/sec \((1|2|4|8|12)X (SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR)\)$")
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 IBDEV_RE = re.compile(r"^[A-Za-z0-9_.-]{1,63}$")
 PCI_RE = re.compile(r"^([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$")
@@ -171,11 +163,6 @@ def gid_from_ipv6(addr: str) -> str:
     """8-group, zero-padded GID text as the kernel prints it (%pI6)."""
     packed = ipaddress.IPv6Address(addr).packed
     return ":".join(f"{packed[i]:02x}{packed[i + 1]:02x}" for i in range(0, 16, 2))
-
-
-def _rate_parts(rate: str):
-    m = RATE_RE.match(rate)
-    return float(m.group(1)), int(m.group(2)), m.group(3)
 
 
 def _bump_ipv4(iface: str, offset: int, where: str) -> str:

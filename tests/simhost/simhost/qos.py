@@ -31,10 +31,9 @@ from __future__ import annotations
 import copy
 import errno
 import json
-import os
 from pathlib import Path
 
-from . import sysfs
+from . import statefile, sysfs
 
 STATE_FILE = "qos.json"
 NUM_PRIOS = 8
@@ -112,11 +111,7 @@ def load(netdev: str, r: Path | None = None) -> dict:
 def save(netdev: str, state: dict, r: Path | None = None) -> None:
     data = load_all(r)
     data[netdev] = state
-    path = _path(r)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp%d" % os.getpid())
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    statefile.write_json(_path(r), data, indent=1, sort_keys=True, mkdir=True)
 
 
 # ------------------------------------------------------------------------------- the driver's dcbnl ops

@@ -1,13 +1,25 @@
-"""Read the simulated (or a real) sysfs tree the way the vendor tools do. Used by the fake tools only."""
+"""Read the simulated (or a real) sysfs tree the way the vendor tools do, and the kernel's text formats of its port
+files (port states, rate). No import of the rest of the package: every simhost module may import this one."""
 
 from __future__ import annotations
 
 import errno
 import json
 import os
+import re
 from pathlib import Path
 
 DEFAULT_ROOT = "/run/simhost/sys"
+
+# kernel ib_port_state names (drivers/infiniband/core/sysfs.c state_show)
+PORT_STATES = {"NOP": 0, "DOWN": 1, "INIT": 2, "ARMED": 3, "ACTIVE": 4, "ACTIVE_DEFER": 5}
+# kernel phys_state_to_str()
+PHYS_STATES = {
+    "Sleep": 1, "Polling": 2, "Disabled": 3, "PortConfigurationTraining": 4,
+    "LinkUp": 5, "LinkErrorRecovery": 6, "Phy Test": 7,
+}
+# kernel rate string: "<rate> Gb/sec (<width>X <speed>)" as drivers/infiniband/core/sysfs.c rate_show()
+RATE_RE = re.compile(r"^(\d+(?:\.\d+)?) Gb/sec \((1|2|4|8|12)X (SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR)\)$")
 
 
 def root() -> Path:
@@ -56,6 +68,17 @@ def num_value(text: str | None) -> int:
     return int(head, 0)
 
 
+def rate_parts(rate: str) -> tuple[float, int, str]:
+    """'400 Gb/sec (4X NDR)' -> (400.0, 4, 'NDR'); the rate must match RATE_RE."""
+    m = RATE_RE.match(rate)
+    return float(m.group(1)), int(m.group(2)), m.group(3)
+
+
+def speed_mbps(rate: str) -> int:
+    """A netdev's ``speed`` (Mb/s) for a port rate: '400 Gb/sec (4X NDR)' -> 400000."""
+    return int(rate_parts(rate)[0] * 1000)
+
+
 def pci_function(dev: str, r: Path | None = None) -> Path:
     return (ib_dir(dev, r) / "device").resolve()
 
@@ -87,9 +110,13 @@ def gid_table(dev: str, port: int, r: Path | None = None) -> list[tuple[int, str
     return out
 
 
-def simhost_profile(r: Path | None = None) -> dict:
-    """The expanded profile the tree was built from (.simhost/profile.json); {} if absent."""
-    text = read((r or root()) / ".simhost/profile.json")
+def simhost_profile(r: Path | None = None, required: bool = False) -> dict:
+    """The expanded profile the tree was built from (.simhost/profile.json); {} if absent, unless ``required``
+    (then a missing or empty file raises as reading and parsing it does: FileNotFoundError, ValueError)."""
+    path = (r or root()) / ".simhost/profile.json"
+    if required:
+        return json.loads(path.read_text(encoding="utf-8"))
+    text = read(path)
     return json.loads(text) if text else {}
 
 

@@ -40,6 +40,7 @@ from . import driver, firmware
 from . import kernelfs
 from . import kmod
 from . import profile as profile_mod
+from . import sysfs
 
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 MARKER = ".simhost"
@@ -111,11 +112,6 @@ def _vpd(description: str, part_number: str, serial: str) -> bytes:
     partial = out + start + body
     checksum = (-sum(partial)) & 0xFF
     return bytes(partial + bytes([checksum]) + bytes([0x78]))
-
-
-def _speed_mbps(rate: str) -> int:
-    gbps, _width, _speed = profile_mod._rate_parts(rate)  # pylint: disable=protected-access
-    return int(gbps * 1000)
 
 
 def _safe_reset(root: Path) -> None:
@@ -245,8 +241,8 @@ def _write_ib_device(root: Path, ib_dir: Path, fn_dir: Path, dev: dict) -> None:
 
 def _write_port(pdir: Path, port: dict) -> None:
     is_ib = port["link_layer"] == "InfiniBand"
-    _w(pdir / "state", f"{profile_mod.PORT_STATES[port['state']]}: {port['state']}")
-    _w(pdir / "phys_state", f"{profile_mod.PHYS_STATES[port['phys_state']]}: {port['phys_state']}")
+    _w(pdir / "state", f"{sysfs.PORT_STATES[port['state']]}: {port['state']}")
+    _w(pdir / "phys_state", f"{sysfs.PHYS_STATES[port['phys_state']]}: {port['phys_state']}")
     _w(pdir / "rate", port["rate"])
     _w(pdir / "link_layer", port["link_layer"])
     _w(pdir / "lid", f"0x{port['lid']:x}")
@@ -288,14 +284,14 @@ def _write_netdev(root: Path, ndir: Path, nd: dict, ifindex: int, kind: str, fn_
         _w(ndir / "umcast", "0")
         for attr in ("create_child", "delete_child"):   # write-only attributes (a read fails with EACCES): empty
             (ndir / attr).write_bytes(b"")
-        speed = str(_speed_mbps(port["rate"])) if up else "-1"
+        speed = str(sysfs.speed_mbps(port["rate"])) if up else "-1"
     else:
         address = nd["mac"]
         _w(ndir / "type", "772" if kind == "loopback" else "1")
         _w(ndir / "addr_len", "6")
         _w(ndir / "broadcast", "00:00:00:00:00:00" if kind == "loopback" else "ff:ff:ff:ff:ff:ff")
         if kind == "mlx5":
-            speed = str(_speed_mbps(port["rate"])) if up else "-1"
+            speed = str(sysfs.speed_mbps(port["rate"])) if up else "-1"
         else:
             speed = "10000" if kind == "veth" else None
     _w(ndir / "address", address)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import fabric_report as fr
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import fabric_report as fr, fabric_report_html as fh
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 OUTPUT = REPO_ROOT / "tests" / "output" / "report"
@@ -37,7 +37,7 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
          "--disable-component-update", "--disable-sync"]
 TIMEOUT = 60.0
 
-# Computed background colour of a heat-map cell per class (the CSS of fabric_report).
+# Computed background colour of a heat-map cell per class (the CSS of fabric_report_html).
 CELL_RGB = {"good": "rgb(46, 139, 71)", "warn": "rgb(242, 183, 5)", "bad": "rgb(198, 40, 40)",
             "nolr": "rgb(107, 143, 179)"}
 
@@ -394,7 +394,7 @@ def _write(name, report, html=None):
     if html is None:
         (OUTPUT / ("%s.json" % name)).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     page = OUTPUT / ("%s.html" % name)
-    page.write_text(html if html is not None else fr.render_html(report), encoding="utf-8")
+    page.write_text(html if html is not None else fh.render_html(report), encoding="utf-8")
     return page
 
 
@@ -455,7 +455,7 @@ def test_fail_report_shows_the_worst_run_and_the_escaped_evidence(browser):
     ("<script>console.error('counter table missing');</script>", "counter table missing"),
 ])
 def test_checker_catches_a_console_error(browser, inject, expected):
-    html = fr.render_html(pass_report()).replace("</body>", inject + "</body>")
+    html = fh.render_html(pass_report()).replace("</body>", inject + "</body>")
     page = _write("broken-script", pass_report(), html)
     result = browser.open(page.as_uri(), OUTPUT / ("broken-script.%s.png" % browser.name))
 
@@ -465,7 +465,7 @@ def test_checker_catches_a_console_error(browser, inject, expected):
 
 
 def test_checker_catches_an_external_resource(browser):
-    html = fr.render_html(pass_report()).replace("</body>", '<img src="http://127.0.0.1:9/logo.png" alt=""></body>')
+    html = fh.render_html(pass_report()).replace("</body>", '<img src="http://127.0.0.1:9/logo.png" alt=""></body>')
     page = _write("external-image", pass_report(), html)
     result = browser.open(page.as_uri(), OUTPUT / ("external-image.%s.png" % browser.name))
 

@@ -255,7 +255,7 @@ def test_rails_cli_lists_ib_rails(capsys):
 
 
 def test_product_reader_copes_with_children(tmp_path):
-    from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import gather_rdma_sysfs  # noqa: E501 pylint: disable=import-outside-toplevel
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import gather_rdma_sysfs  # noqa: E501 pylint: disable=import-outside-toplevel
     root, _exp = build(tmp_path)
     before = gather_rdma_sysfs(str(root))
     write(net(root) / "create_child", "0x8002\n")

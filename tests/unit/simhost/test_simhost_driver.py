@@ -1,5 +1,5 @@
 """simhost booted kernel and driver (simhost/driver.py): the kernel a boot runs, the vendor driver it loads from the
-DKMS-built modules of that kernel, and the product's probe reading the result (module_utils/ofed_stack.py)."""
+DKMS-built modules of that kernel, and the product's probe reading the result (module_utils/stack/ofed_stack.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ sys.path.insert(0, str(KIT))
 
 from simhost import driver, profile, tree  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import ofed_stack  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.stack import ofed_stack  # noqa: E402
 
 OFED_INFO = '#!/bin/bash\nif [ "X$1" == "X-s" ]; then echo OFED-internal-25.10-1.7.1.0:; exit 0; fi\n'
 

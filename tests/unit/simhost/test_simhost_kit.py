@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import rdma_tools
+import rdma_tools  # tests/tools: the parsers of the vendor tools' text, used only by tests
 from fixtures_path import real_fixtures
 
 KIT = Path(__file__).resolve().parents[2] / "simhost"
@@ -260,7 +260,7 @@ def test_roce_v2_ipv4_gid_index_follows_the_profile(trees):
 def test_ofed_info_only_answers_on_ofed_stacks(trees):
     mixed = run_tool(trees[("mixed_ib_roce_down", 0)][0], "ofed_info", "-s")
     assert mixed.returncode == 0 and mixed.stdout == "MLNX_OFED_LINUX-24.10-1.1.4.0:\n"
-    from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_stack import parse_ofed_info_s
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.stack.rdma_stack import parse_ofed_info_s
 
     assert parse_ofed_info_s(mixed.stdout) == {"provider": "mlnx_ofed", "version": "24.10-1.1.4.0"}
     inbox = run_tool(trees[("cx7_ib_ndr_8x", 0)][0], "ofed_info", "-s")

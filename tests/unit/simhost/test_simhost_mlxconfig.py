@@ -1,7 +1,7 @@
 """The simulated mlxconfig / mstconfig and the firmware NV model (tests/simhost/simhost/firmware.py).
 
 The real captures (tests/fixtures/real/rdma-outputs/mlxconfig-*, qos-firmware/ml*config-*, mstconfig-*) and the
-simulated outputs go through the same parser, the product's plugins/module_utils/mlxconfig.py; layout is compared
+simulated outputs go through the same parser, the product's plugins/module_utils/firmware/mlxconfig.py; layout is compared
 byte for byte where the content is the same; the error paths captured from the real mstflint 4.21 are reproduced
 exactly, those that need a device follow the mstflint sources (see tests/simhost/README.md).
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import mlxconfig as mc
-from ansible_collections.hpcnet.rdma.plugins.module_utils import rdma_tools
+from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware import mlxconfig as mc
+import rdma_tools  # tests/tools: the parsers of the vendor tools' text, used only by tests
 from fixtures_path import real_fixtures
 
 KIT = Path(__file__).resolve().parents[2] / "simhost"

@@ -1,9 +1,9 @@
 """perftest stand-ins of the simulated host (ib_write_bw, ib_write_lat, ...) and the declared fabric model.
 
 Server and client run as real processes on localhost, each on its own simulated host (tree), and meet over TCP on a
-free port. Their output is read with the product's parser (plugins/module_utils/perftest.py) and compared in layout
-with the real captures in tests/fixtures/real/perftest-nccl-tests; the numbers are checked against the model
-(simhost/fabric_model.py) and the counters of both hosts against what the run moved."""
+free port. Their output is read with the product's parser (plugins/module_utils/verify/perftest_output.py) and
+compared in layout with the real captures in tests/fixtures/real/perftest-nccl-tests; the numbers are checked against
+the model (simhost/fabric_model.py) and the counters of both hosts against what the run moved."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import perftest as parser
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import perftest_output as parser
 from fixtures_path import real_fixtures
 
 KIT = Path(__file__).resolve().parents[2] / "simhost"

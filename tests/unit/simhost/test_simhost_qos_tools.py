@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import qos_tools as q
-from ansible_collections.hpcnet.rdma.plugins.module_utils import rdma_sysfs
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos import dcb_tools as dt
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos import qos_errors as qe
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos import qos_tools as q
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import rdma_sysfs
 from fixtures_path import real_fixtures
 
 KIT = Path(__file__).resolve().parents[2] / "simhost"
@@ -71,13 +73,13 @@ def test_boot_defaults_through_every_view(host):
     assert mq["prio_tc"] == [1, 0, 2, 3, 4, 5, 6, 7] and {t["tsa"] for t in mq["tcs"]} == {"vendor"}
     assert mq["buffer_size"] == [524160, 0, 0, 0, 0, 0, 0, 0] and mq["max_buffer_size"] == 2044224
     assert mq["default_priority"] == [] and mq["errors"] == []
-    pfc = q.parse_dcb_pfc(ok(host, "dcb", "-j", "pfc", "show", "dev", IF0))
+    pfc = dt.parse_dcb_pfc(ok(host, "dcb", "-j", "pfc", "show", "dev", IF0))
     assert pfc == {"pfc_cap": 8, "macsec_bypass": False, "delay": 7, "pfc": [0] * 8, "pfc_enabled": [],
                    "requests": None, "indications": None}
     assert ok(host, "dcb", "-j", "app", "show", "dev", IF0) == "{}\n" and ok(host, "dcb", "app", "show", "dev", IF0) == ""
-    ets = q.parse_dcb_ets(ok(host, "dcb", "-j", "ets", "show", "dev", IF0))
+    ets = dt.parse_dcb_ets(ok(host, "dcb", "-j", "ets", "show", "dev", IF0))
     assert ets["tc_tsa"] == ["vendor"] * 8 and ets["tc_bw"] == [100] * 8 and ets["prio_tc"] == mq["prio_tc"]
-    assert q.parse_dcb_dcbx(ok(host, "dcb", "dcbx", "show", "dev", IF0))["flags"] == ["host", "cee", "ieee"]
+    assert dt.parse_dcb_dcbx(ok(host, "dcb", "dcbx", "show", "dev", IF0))["flags"] == ["host", "cee", "ieee"]
     pause = q.parse_ethtool_pause(ok(host, "ethtool", "-a", IF0))
     assert (pause["autoneg"], pause["rx"], pause["tx"]) == (False, True, True)
     facts = rdma_sysfs.gather_rdma_sysfs(str(host))
@@ -102,7 +104,7 @@ def test_inbox_stack_has_no_ecn_tree_and_no_traffic_class(inbox):
     assert not (inbox / "class/infiniband/mlx5_0/tc").exists()
     assert rdma_sysfs.gather_rdma_sysfs(str(inbox))["netdevs"][IF0]["ecn"] is None
     # the DCB state is the driver's: the same on an inbox host
-    assert q.parse_dcb_pfc(ok(inbox, "dcb", "pfc", "show", "dev", IF0))["delay"] == 7
+    assert dt.parse_dcb_pfc(ok(inbox, "dcb", "pfc", "show", "dev", IF0))["delay"] == 7
 
 
 # ------------------------------------------------------------------------- byte-level formatting
@@ -150,7 +152,7 @@ def test_dcb_text_forms_match_the_real_captures(host):
     assert [re.sub(r"\d+", "N", line.rstrip()) for line in ours.splitlines()] == [re.sub(r"\d+", "N", line) for line in real_pfc]
     ok(host, "dcb", "pfc", "set", "dev", IF0, "prio-pfc", "all:off", "6:on", "7:on", "delay", "4096")
     assert ok(host, "dcb", "pfc", "show", "dev", IF0, "prio-pfc").rstrip() == (OUTPUTS / "dcb-pfc-02.txt").read_text().splitlines()[1]
-    assert q.parse_dcb_pfc(ok(host, "dcb", "pfc", "show", "dev", IF0))["delay"] == 7   # mlx5 ignores delay >= 1000
+    assert dt.parse_dcb_pfc(ok(host, "dcb", "pfc", "show", "dev", IF0))["delay"] == 7   # mlx5 ignores delay >= 1000
 
     ok(host, "dcb", "ets", "set", "dev", IF0, "prio-tc", "0:0", "1:1", "2:2", "3:3", "4:4", "5:5", "6:6", "7:7",
        "tc-tsa", "all:strict", "0:ets", "1:ets", "2:ets", "tc-bw", "all:0", "0:33", "1:33", "2:34")
@@ -174,7 +176,7 @@ def test_dcb_app_names_and_numbers(host):
     assert ok(host, "dcb", "-N", "app", "show", "dev", IF0, "dscp-prio") == "dscp-prio 0:0 24:2 48:6 \n"
     named = ok(host, "dcb", "app", "show", "dev", IF0)
     assert re.fullmatch(r"dscp-prio \S+:0 CS3:2 CS6:6 \n", named)
-    assert q.parse_dcb_app(named)["dscp_prio"] == [(0, 0), (24, 2), (48, 6)]
+    assert dt.parse_dcb_app(named)["dscp_prio"] == [(0, 0), (24, 2), (48, 6)]
     assert json.loads(ok(host, "dcb", "-j", "app", "show", "dev", IF0)) == {"dscp_prio": [[0, 0], [24, 2], [48, 6]]}
 
 
@@ -210,7 +212,7 @@ def test_dcb_errors_are_the_real_ones(host, args, capture, code):
 def test_dcb_errors_of_the_mlx5_driver(host, args, kind, errno_name):
     res = run_tool(host, "dcb", *args)
     assert res.returncode == 1
-    errors = q.parse_dcb_errors(res.stderr)
+    errors = qe.parse_dcb_errors(res.stderr)
     if kind is None:      # dcb's own tc-bw check: vendor TCs read back 100%
         assert res.stderr == "Bandwidth percentages in tc-bw sum to 800%, expected 100%\n"
         return
@@ -222,7 +224,7 @@ def test_dcb_replace_on_mlx5_reports_the_stale_delete_but_exits_0(host):
     res = run_tool(host, "dcb", "app", "replace", "dev", IF0, "dscp-prio", "26:5")
     assert res.returncode == 0
     assert res.stderr == "Attribute write: No such file or directory\nCould not remove replaced APP entries\n"
-    assert q.parse_dcb_app(ok(host, "dcb", "-j", "app", "show", "dev", IF0))["dscp_prio"] == [(26, 5)]
+    assert dt.parse_dcb_app(ok(host, "dcb", "-j", "app", "show", "dev", IF0))["dscp_prio"] == [(26, 5)]
 
 
 # ------------------------------------------------------------------------------------- one model
@@ -230,9 +232,9 @@ def test_mlnx_qos_settings_read_back_through_dcb(host):
     ok(host, "mlnx_qos", "-i", IF0, "--trust", "dscp")
     ok(host, "mlnx_qos", "-i", IF0, "--pfc", "0,0,0,1,0,0,0,0")
     ok(host, "mlnx_qos", "-i", IF0, "--dscp2prio", "set,26,3", "--dscp2prio", "set,48,6")
-    app = q.parse_dcb_app(ok(host, "dcb", "-j", "app", "show", "dev", IF0))
+    app = dt.parse_dcb_app(ok(host, "dcb", "-j", "app", "show", "dev", IF0))
     assert len(app["dscp_prio"]) == 64 and app["dscp2prio"][26] == 3 and app["dscp2prio"][48] == 6
-    assert q.parse_dcb_pfc(ok(host, "dcb", "-j", "pfc", "show", "dev", IF0))["pfc_enabled"] == [3]
+    assert dt.parse_dcb_pfc(ok(host, "dcb", "-j", "pfc", "show", "dev", IF0))["pfc_enabled"] == [3]
     mq = q.parse_mlnx_qos(ok(host, "mlnx_qos", "-i", IF0))
     assert mq["trust"] == "dscp" and mq["dscp2prio_list"] == DEFAULT_DSCP2PRIO
     # the newest entry comes first in the app table, so the re-set DSCPs lead their rows
@@ -254,13 +256,13 @@ def test_dcb_settings_read_back_through_mlnx_qos(host):
     assert q.parse_mlnx_qos(ok(host, "mlnx_qos", "-i", IF0))["trust"] == "pcp"   # last DSCP entry gone -> pcp
     ok(host, "mlnx_qos", "-i", IF0, "--trust", "dscp")
     ok(host, "mlnx_qos", "-i", IF0, "--trust", "pcp")
-    assert q.parse_dcb_app(ok(host, "dcb", "-j", "app", "show", "dev", IF0))["dscp_prio"] == []
+    assert dt.parse_dcb_app(ok(host, "dcb", "-j", "app", "show", "dev", IF0))["dscp_prio"] == []
 
 
 def test_the_two_ports_have_separate_state(host):
     ok(host, "mlnx_qos", "-i", IF0, "--pfc", "0,0,0,1,0,0,0,0")
     other = next(n for n in os.listdir(host / "class/net") if n.startswith("enp") and n != IF0)
-    assert q.parse_dcb_pfc(ok(host, "dcb", "-j", "pfc", "show", "dev", other))["pfc_enabled"] == []
+    assert dt.parse_dcb_pfc(ok(host, "dcb", "-j", "pfc", "show", "dev", other))["pfc_enabled"] == []
 
 
 def test_rebuild_is_a_driver_reload(host):
@@ -295,7 +297,7 @@ def test_rebuild_is_a_driver_reload(host):
 def test_mlnx_qos_errors_exit_1_with_the_real_messages(host, args, stdout):
     res = run_tool(host, "mlnx_qos", "-i", IF0, *args)
     assert (res.returncode, res.stdout) == (1, stdout)
-    assert q.parse_mlnx_qos_errors(res.stdout)
+    assert qe.parse_mlnx_qos_errors(res.stdout)
 
 
 def test_mlnx_qos_pfc_applied_before_a_later_error(host):
@@ -321,7 +323,7 @@ def test_mlnx_qos_ratelimit_and_buffers(host):
     assert {t["tc"]: t["ratelimit_gbps"] for t in tcs}[1] == 5.0
     assert "tc: 1 ratelimit: 5.0 Gbps, tsa: vendor\n" in ok(host, "mlnx_qos", "-i", IF0)
     ok(host, "mlnx_qos", "-i", IF0, "--prio2buffer", "0,0,0,1,0,0,0,0", "--buffer_size", "130944,130944,0,0,0,0,0,0")
-    buf = q.parse_dcb_buffer(ok(host, "dcb", "-j", "buffer", "show", "dev", IF0))
+    buf = dt.parse_dcb_buffer(ok(host, "dcb", "-j", "buffer", "show", "dev", IF0))
     assert buf["prio_buffer"] == [0, 0, 0, 1, 0, 0, 0, 0] and buf["buffer_size"][:2] == [130944, 130944]
     res = run_tool(host, "mlnx_qos", "-i", IF0, "--buffer_size", "9999999,0,0,0,0,0,0,0")
     assert (res.returncode, res.stdout) == (1, "Buffers commands error\n")
@@ -361,7 +363,7 @@ def test_ethtool_pause_show_and_set(host):
     bad = run_tool(host, "ethtool", "-A", IF0, "rx", "maybe")
     assert (bad.returncode, bad.stderr) == (1, (QOS / "ethtool-A-error-value-01.txt").read_text())
     auto = run_tool(host, "ethtool", "-A", IF0, "autoneg", "on")
-    assert auto.returncode == 76 and q.parse_ethtool_errors(auto.stderr)[0]["errno"] == "EINVAL"
+    assert auto.returncode == 76 and qe.parse_ethtool_errors(auto.stderr)[0]["errno"] == "EINVAL"
     dup = run_tool(host, "ethtool", "-A", IF0, "rx", "on", "rx", "off")
     assert dup.stderr == "ethtool (-A): duplicate parameter 'rx'\n"
 

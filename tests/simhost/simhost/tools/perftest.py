@@ -60,6 +60,7 @@ import sys
 import time
 
 from .. import fabric_model, kernelfs, sysfs
+from ._common import getopt_message
 
 RESULT_LINE = "-" * 87 + "\n"
 RESULT_FMT = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
@@ -183,7 +184,6 @@ def parse_args(prog: str, argv: list) -> dict:
     try:
         opts, args = getopt.gnu_getopt(argv, SHORT, LONG)
     except getopt.GetoptError as exc:
-        from ._common import getopt_message  # pylint: disable=import-outside-toplevel
         raise Usage(getopt_message(prog, exc) + " Invalid Command or flag.\n Please check command line and run "
                     "again.\n\n Parser function exited with Error\n") from None
     for opt, val in opts:

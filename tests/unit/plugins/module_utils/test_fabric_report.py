@@ -1,4 +1,5 @@
-"""fabric_report: the report builder, its validation (against docs/fabric-report.schema.json too), the HTML."""
+"""fabric_report: the report builder, its validation (against docs/fabric-report.schema.json too);
+fabric_report_html: the HTML."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpcnet.rdma.plugins.filter import fabric_report as report_filter
-from ansible_collections.hpcnet.rdma.plugins.module_utils import fabric_report as fr
+from ansible_collections.hpcnet.rdma.plugins.filter import verify as verify_filters
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import fabric_report as fr, fabric_report_html as fh
 
 SCHEMA_PATH = Path(__file__).resolve().parents[4] / "docs" / "fabric-report.schema.json"
 
@@ -341,7 +342,7 @@ def _parse(page):
 
 def test_html_is_self_contained_with_the_verdict_and_one_cell_per_tested_pair():
     report = sample_report()
-    page = fr.render_html(report)
+    page = fh.render_html(report)
     parsed = _parse(page)
     assert parsed.verdict == "FAIL"
     assert page.startswith("<!DOCTYPE html>")
@@ -355,30 +356,30 @@ def test_html_is_self_contained_with_the_verdict_and_one_cell_per_tested_pair():
     assert (cells[("0", "node2", "node10")]["text"], cells[("0", "node2", "node10")]["data-pct"]) == ("no result", "")
     assert cells[("0", "node2", "node10")]["data-error"] == "server not listening"
     assert cells[("1", "node10", "node1")]["data-test"] == "ib_write_bw"
-    assert _parse(fr.render_html(_report()))._cell is None
-    assert _parse(fr.render_html(_report())).verdict == "PASS"
+    assert _parse(fh.render_html(_report()))._cell is None
+    assert _parse(fh.render_html(_report())).verdict == "PASS"
 
 
 @pytest.mark.parametrize("min_pct, pct, css", [(90, 93.1, "good"), (95, 93.1, "warn"), (90, 75.0, "warn"),
                                                (90, 69.9, "bad"), (60, 65.0, "good"), (60, 55.0, "bad")])
 def test_heat_map_colour_follows_the_bandwidth_threshold(min_pct, pct, css):
     report = _report(perftest=[_row("node1", "node2", 4 * pct)], meta={"thresholds": {"min_bw_pct": min_pct}})
-    assert _parse(fr.render_html(report)).cells[0]["class"] == "cell " + css
+    assert _parse(fh.render_html(report)).cells[0]["class"] == "cell " + css
 
 
 def test_a_pair_tested_twice_shows_its_worst_run_once():
     report = _report(perftest=[_row("node1", "node2", 390.0, round=0), _row("node1", "node2", 120.0, round=3),
                                _row("node1", "node2", 385.0, round=5)])
-    cells = _parse(fr.render_html(report)).cells
+    cells = _parse(fh.render_html(report)).cells
     assert [(c["data-pct"], c["text"]) for c in cells] == [("30.0", "120.030.0%")]
     assert "worst of 3 runs" in cells[0]["title"]
 
 
 def test_more_hosts_than_the_grid_limit_list_the_pairs_worst_first(monkeypatch):
-    monkeypatch.setattr(fr, "HEATMAP_MAX_HOSTS", 2)
+    monkeypatch.setattr(fh, "HEATMAP_MAX_HOSTS", 2)
     report = _report(perftest=[_row("node1", "node2", 390.0), _row("node2", "node10", 100.0),
                                _row("node10", "node1", None, error="timeout")])
-    parsed = _parse(fr.render_html(report))
+    parsed = _parse(fh.render_html(report))
     assert [(c["data-client"], c["data-server"]) for c in parsed.cells] == [
         ("node10", "node1"), ("node2", "node10"), ("node1", "node2")]
     assert not any(t == "table" and "heatmap" in (a.get("class") or "") for t, a in parsed.attrs)
@@ -394,7 +395,7 @@ def test_every_string_is_escaped():
                      counters={evil: {"<port>": {"<ctr>": 3}}},
                      latency=[{"rail": 0, "client": evil, "server": quote, "t_typical_us": 1.0, "error": "<e>"}],
                      meta={"generated_at": "<now>", "failed_hosts": [evil]}, hosts=hosts)
-    page = fr.render_html(report)
+    page = fh.render_html(report)
     assert "<script" not in page
     for raw in ("<b>", "<i>", "<off>", "<0>", "<d>", "<t>", "<hca>", "<h>", "<s>", "<port>", "<ctr>", "<e>", "<now>"):
         assert raw not in page, raw
@@ -413,18 +414,18 @@ def test_same_report_same_bytes_and_input_order_does_not_matter():
     findings = [_finding("node1", "warning", "firmware"), _finding("node2", device="mlx5_0", port=1)]
     second = fr.build_report(hosts, findings, rows, first["nccl"], first["counters"], meta=first["meta"], latency=first["latency"])
     assert json.dumps(second) == json.dumps(first)
-    assert fr.render_html(second) == fr.render_html(first) == fr.render_html(copy.deepcopy(first))
+    assert fh.render_html(second) == fh.render_html(first) == fh.render_html(copy.deepcopy(first))
 
 
 def test_render_html_refuses_an_invalid_report():
     report = sample_report()
     report["findings"][0]["severity"] = "fatal"
     with pytest.raises(fr.ReportError, match=r'findings\[0\]\.severity must be one of error, warning, info'):
-        fr.render_html(report)
+        fh.render_html(report)
 
 
 def test_html_sections_show_nccl_evidence_latency_counters_and_findings():
-    page = fr.render_html(sample_report())
+    page = fh.render_html(sample_report())
     for anchor in ('id="findings"', 'id="hosts"', 'id="bandwidth"', 'id="latency"', 'id="nccl"', 'id="counters"'):
         assert anchor in page
     assert "NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1&lt;0&gt;" in page
@@ -436,15 +437,11 @@ def test_html_sections_show_nccl_evidence_latency_counters_and_findings():
 
 # --- the filters -------------------------------------------------------------------------------------------------
 
-def test_filters_build_and_render_and_turn_problems_into_filter_errors():
-    filters = report_filter.FilterModule().filters()
-    assert sorted(filters) == ["fabric_report", "fabric_report_html"]
-    report = filters["fabric_report"](copy.deepcopy(HOSTS), findings=[_finding("node2")], perftest=[], nccl={},
-                                      counters={}, meta={"pattern": "all_pairs"})
+def test_the_html_filter_renders_and_turns_problems_into_filter_errors():
+    filters = verify_filters.FilterModule().filters()
+    report = fr.build_report(copy.deepcopy(HOSTS), [_finding("node2")], [], {}, {},
+                                     meta={"pattern": "all_pairs"})
     assert report["verdict"] == "fail"
-    assert filters["fabric_report"](copy.deepcopy(HOSTS))["verdict"] == "pass"
     assert _parse(filters["fabric_report_html"](report)).verdict == "FAIL"
-    with pytest.raises(AnsibleFilterError, match=r"findings\[0\]\.severity must be one of error, warning, info"):
-        filters["fabric_report"](HOSTS, findings=[_finding("node1", "bad")])
     with pytest.raises(AnsibleFilterError, match="verdict is missing"):
         filters["fabric_report_html"]({"hosts": {}, "findings": [], "perftest": [], "nccl": {}, "counters": {}})

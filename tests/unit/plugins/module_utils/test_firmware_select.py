@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.hpcnet.rdma.plugins.filter import firmware as filters
-from ansible_collections.hpcnet.rdma.plugins.module_utils import firmware_select as fs
+from ansible_collections.hpcnet.rdma.plugins.filter import roce as roce_filters
+from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware import firmware_select as fs
 
 DEVICES = {
     "mlx5_0": {"pci_address": "0000:0c:00.0", "board_id": "MT_0000000970", "ports": {"1": {"state": "ACTIVE"}}},
@@ -107,7 +108,7 @@ def test_roce_handoff_uses_the_card_port():
     rdma = {"devices": DEVICES, "netdevs": {
         "enp12s0f1np1": {"rdma_device": "mlx5_1", "rdma_port": 1, "ecn": None},
         "enp140s0np0": {"rdma_device": "mlx5_2", "rdma_port": 1, "ecn": {"cnp_dscp": 48}}}}
-    out = filters.roce_firmware_mlxconfig(rdma, ["enp12s0f1np1", "enp140s0np0"], [3], 48, 6, {"rpg_ai_rate": 10})
+    out = roce_filters.roce_firmware_mlxconfig(rdma, ["enp12s0f1np1", "enp140s0np0"], [3], 48, 6, {"rpg_ai_rate": 10})
     # mlx5_1 is function 1 of its card: port 2; mlx5_2 has the OFED ecn/ tree and needs no firmware
     assert out == [{"devices": ["mlx5_1"], "params": {"ROCE_CC_PRIO_MASK_P2": 8, "CNP_DSCP_P2": 48,
                                                       "CNP_802P_PRIO_P2": 6, "RPG_AI_RATE_P2": 10}}]

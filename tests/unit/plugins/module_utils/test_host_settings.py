@@ -1,4 +1,4 @@
-"""Tests of the rdma_host role's logic (module_utils/host_settings.py, filter plugin host_settings.py)."""
+"""Tests of the rdma_host role's logic (module_utils/host/host_settings.py, filter plugin host_settings.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hpcnet.rdma.plugins.filter import host_settings as filters
-from ansible_collections.hpcnet.rdma.plugins.module_utils.host_settings import (
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import (
     HostSettingsError,
     memlock_setting,
     module_name_problems,
@@ -82,7 +82,7 @@ def test_module_names_must_be_a_list():
 
 # -- kernel modules: loaded = <sysfs>/module/<name>, one modules-load.d file ------------------------------------------
 def test_kernel_module_state_comes_from_sysfs_and_the_load_file_lists_them(tmp_path):
-    from ansible_collections.hpcnet.rdma.plugins.module_utils import kernel_modules as km
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.host import kernel_modules as km
     (tmp_path / "module" / "ib_umad").mkdir(parents=True)
     (tmp_path / "module" / "ib_umad" / "initstate").write_text("live\n")
     (tmp_path / "module" / "ib_core").mkdir()                     # built in: no initstate

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import ib_partitions as ib
+from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import ib_partitions as ib
+from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import ib_partitions_render as ibr
 from fixtures_path import real_fixtures
 
 IB = real_fixtures() / "ib-stack"
@@ -220,8 +221,8 @@ ROLE = [
 
 
 def test_render_text():
-    assert ib.check_partitions(ROLE) == []
-    text = ib.render_partitions(ROLE)
+    assert ibr.check_partitions(ROLE) == []
+    text = ibr.render_partitions(ROLE)
     assert text.splitlines()[2:] == [
         "Default=0x7fff,ipoib : ALL=full ;",
         "compute=0x0001,ipoib,mtu=4,rate=2 : ALL_SWITCHES=full, ALL=limited ;",
@@ -229,38 +230,38 @@ def test_render_text():
         "mgmt=0x0003 : SELF=both, 0x0002c903000e0b73=full ;",
     ]
     assert all(line.startswith("# ") for line in text.splitlines()[:2]) and text.endswith(";\n")
-    assert ib.render_partitions(list(reversed(ROLE))) == text  # deterministic
+    assert ibr.render_partitions(list(reversed(ROLE))) == text  # deterministic
 
 
 def test_render_own_default_first_or_none():
     own = {"name": "Default", "pkey": 0x7FFF, "ipoib": True, "mtu": 4096,
            "members": [{"selector": "ALL", "membership": "full"}, {"selector": "SELF", "membership": "full"}]}
-    lines = ib.render_partitions(ROLE[:1] + [own]).splitlines()[2:]
+    lines = ibr.render_partitions(ROLE[:1] + [own]).splitlines()[2:]
     assert lines == ["Default=0x7fff,ipoib,mtu=5 : ALL=full, SELF=full ;",
                      "storage=0x0002,ipoib,mtu=5,rate=17,sl=1 : ALL_CAS=full, 0x0002c903000e0b72=limited ;"]
-    assert ib.render_partitions(ROLE[1:2], default=None).splitlines()[2:] == [
+    assert ibr.render_partitions(ROLE[1:2], default=None).splitlines()[2:] == [
         "mgmt=0x0003 : SELF=both, 0x0002c903000e0b73=full ;"]
-    assert ib.render_partitions([{"name": "empty", "pkey": 9}], default=None).splitlines()[2:] == ["empty=0x0009 : ;"]
+    assert ibr.render_partitions([{"name": "empty", "pkey": 9}], default=None).splitlines()[2:] == ["empty=0x0009 : ;"]
 
 
 def test_render_round_trips_through_parse():
-    text = ib.render_partitions(ROLE)
+    text = ibr.render_partitions(ROLE)
     parsed = ib.parse_partitions(text)
-    back = [ib.to_role_partition(p) for p in parsed]
+    back = [ibr.to_role_partition(p) for p in parsed]
     assert back[0] == {"name": "Default", "pkey": 0x7FFF, "ipoib": True, "mtu": None, "rate": None, "sl": None,
                        "members": [{"selector": "ALL", "membership": "full"}]}
     assert back[2] == {"name": "storage", "pkey": 2, "ipoib": True, "mtu": 4096, "rate": 200, "sl": 1,
                        "members": [{"selector": "ALL_CAS", "membership": "full"},
                                    {"selector": "0x0002c903000e0b72", "membership": "limited"}]}
-    assert ib.render_partitions(back) == text
+    assert ibr.render_partitions(back) == text
 
 
 @pytest.mark.parametrize("name", ["partitions-conf-01.txt", "partitions-conf-02.txt"])
 def test_real_files_round_trip(name):
     parsed = ib.parse_partitions(_text(name))
-    text = ib.render_partitions([ib.to_role_partition(p) for p in parsed])
-    assert [ib.to_role_partition(p) for p in ib.parse_partitions(text)] == sorted(
-        [ib.to_role_partition(p) for p in parsed], key=lambda p: (p["pkey"] != 0x7FFF, p["pkey"]))
+    text = ibr.render_partitions([ibr.to_role_partition(p) for p in parsed])
+    assert [ibr.to_role_partition(p) for p in ib.parse_partitions(text)] == sorted(
+        [ibr.to_role_partition(p) for p in parsed], key=lambda p: (p["pkey"] != 0x7FFF, p["pkey"]))
 
 
 def test_every_rate_and_mtu_round_trips():
@@ -268,24 +269,24 @@ def test_every_rate_and_mtu_round_trips():
         for size, mcode in ib.MTU_CODES.items():
             part = {"name": "p", "pkey": 5, "ipoib": True, "mtu": size, "rate": rate, "sl": 15,
                     "members": [{"selector": "ALL", "membership": "full"}]}
-            parsed = ib.parse_partitions(ib.render_partitions([part], default=None))[0]
+            parsed = ib.parse_partitions(ibr.render_partitions([part], default=None))[0]
             assert (parsed["rate"], parsed["mtu"], parsed["sl"]) == (code, mcode, 15)
-            assert ib.to_role_partition(parsed) == part
+            assert ibr.to_role_partition(parsed) == part
 
 
 def test_render_refuses_bad_input():
     with pytest.raises(ib.PartitionConfigError, match="mtu 9000 is not an IB MTU"):
-        ib.render_partitions([{"name": "p", "pkey": 5, "mtu": 9000, "members": []}])
+        ibr.render_partitions([{"name": "p", "pkey": 5, "mtu": 9000, "members": []}])
     with pytest.raises(ib.PartitionConfigError, match="pkey 0x8005 is the partition of 'p'"):
-        ib.render_partitions([{"name": "p", "pkey": 5}, {"name": "q", "pkey": 0x8005}])
+        ibr.render_partitions([{"name": "p", "pkey": 5}, {"name": "q", "pkey": 0x8005}])
     with pytest.raises(ib.PartitionConfigError, match="name is used twice"):
-        ib.render_partitions([{"name": "Default", "pkey": 5}])
+        ibr.render_partitions([{"name": "Default", "pkey": 5}])
 
 
 # ------------------------------------------------------------------------------------------------ check
 
 def _one(part):
-    return ib.check_partitions([dict({"name": "p", "pkey": 5}, **part)])
+    return ibr.check_partitions([dict({"name": "p", "pkey": 5}, **part)])
 
 
 @pytest.mark.parametrize("part,message", [
@@ -326,7 +327,7 @@ def test_check_errors(part, message):
 
 
 def test_check_duplicates():
-    errors = ib.check_partitions([
+    errors = ibr.check_partitions([
         {"name": "a", "pkey": 2}, {"name": "b", "pkey": 0x8002}, {"name": "a", "pkey": 4}, {"name": "c", "pkey": 4}])
     assert errors == [
         "partitions[1] (b): pkey 0x8002 is the partition of partitions[0] (P_Keys that differ only in the "
@@ -338,10 +339,10 @@ def test_check_duplicates():
 
 
 def test_check_shapes():
-    assert ib.check_partitions({"name": "a"})[0].startswith("partitions must be a list")
-    assert ib.check_partitions(["a"])[0].startswith("partitions[0]: must be a map")
-    assert ib.check_partitions([]) == []
-    assert ib.check_partitions([{"name": "a", "pkey": "0x7ffe", "rate": "2.5", "sl": 0}]) == []
+    assert ibr.check_partitions({"name": "a"})[0].startswith("partitions must be a list")
+    assert ibr.check_partitions(["a"])[0].startswith("partitions[0]: must be a map")
+    assert ibr.check_partitions([]) == []
+    assert ibr.check_partitions([{"name": "a", "pkey": "0x7ffe", "rate": "2.5", "sl": 0}]) == []
 
 
 # ------------------------------------------------------------------------------------------------ IPoIB / P_Key index

@@ -6,8 +6,8 @@ from __future__ import absolute_import, division, print_function
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import ib_partitions as ibp
-from ansible_collections.hpcnet.rdma.plugins.module_utils import infiniband as ib
+from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import ib_partitions as ibp
+from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import infiniband as ib
 from tests.fixtures_path import real_fixtures
 
 

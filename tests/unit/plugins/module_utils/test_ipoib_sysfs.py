@@ -6,7 +6,7 @@ from __future__ import absolute_import, division, print_function
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import ipoib
+from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import ipoib
 
 
 def _netdev(root, name, mode="datagram", kind="32", pkey="0xffff"):

@@ -1,4 +1,4 @@
-"""Tests of plugins/module_utils/management_link.py: which interfaces carry the management link, and what is under them.
+"""Tests of plugins/module_utils/host/management_link.py: which interfaces carry the management link, and what is under them.
 
 The RDMA side is a simhost tree (profile cx7_roce_400g_2x: mlx5_0 port 1 is enp12s0np0, mlx5_1 port 1 is
 enp140s0np0, eth0 is the virtual out-of-band netdev). Upper devices (VLAN, bond, bridge) are added to the tree the
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import management_link as ml
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import SysfsError
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host import management_link as ml
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import SysfsError
 from simhost import profile, tree  # tests/simhost, on sys.path via tests/unit/conftest.py
 
 PROFILE = "cx7_roce_400g_2x"

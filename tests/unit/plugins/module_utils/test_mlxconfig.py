@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import mlxconfig as mc
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import card_port
+from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware import mlxconfig as mc
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import card_port
 from fixtures_path import real_fixtures
 
 REAL = real_fixtures()

@@ -17,6 +17,7 @@ import subprocess
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner import tool_runner
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import NcclLogAnalyzer, analyze_file, grammar, scan
 from fixtures_path import nccl_log_fixtures
 from test_nccl_log_file_scan import adversarial_mix, many_comms
@@ -264,7 +265,7 @@ def test_subprocesses_are_argv_lists_in_the_c_locale(tmp_path, monkeypatch):
         seen.append((args, kw))
         return real(args, **kw)
 
-    monkeypatch.setattr(scan.subprocess, "Popen", spy)
+    monkeypatch.setattr(tool_runner.subprocess, "Popen", spy)    # the one runner starts every program
     set_mode(monkeypatch, "split")
     path = tmp_path / "-log with space"
     path.write_bytes(adversarial_mix())
@@ -272,7 +273,7 @@ def test_subprocesses_are_argv_lists_in_the_c_locale(tmp_path, monkeypatch):
     assert len(seen) == 5
     for args, kw in seen:
         assert isinstance(args, list) and not kw.get("shell")
-        assert kw["env"]["LC_ALL"] == "C"
+        assert kw["env"]["LC_ALL"] == "C" and "GREP_OPTIONS" not in kw["env"]
     assert re.search(r"/grep$", seen[0][0][0])
 
 

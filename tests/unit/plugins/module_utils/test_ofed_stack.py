@@ -1,4 +1,4 @@
-"""Tests of the vendor stack logic (module_utils/ofed_stack.py): parsers on real captures, version gate, kernel drift
+"""Tests of the vendor stack logic (module_utils/stack/ofed_stack.py): parsers on real captures, version gate, kernel drift
 guard, DKMS check, driver state and input checks; and the stand-ins' output read with the same parsers."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import ofed_stack
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_stack import parse_ofed_info_s
+from ansible_collections.hpcnet.rdma.plugins.module_utils.stack import ofed_stack
+from ansible_collections.hpcnet.rdma.plugins.module_utils.stack.rdma_stack import parse_ofed_info_s
 from fixtures_path import REPO_ROOT, real_fixtures
 
 IB = real_fixtures() / "ib-stack"

@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""perftest output parser, failure classifier, argv builder and summary, on every real perftest capture."""
+"""perftest_output (parser, failure classifier, summary) and perftest_run (argv, run, verdict) on every real capture."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import perftest as pt
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import perftest_output, perftest_run
 from fixtures_path import real_fixtures
 
 CAPTURES = real_fixtures() / "perftest-nccl-tests"
@@ -167,7 +167,7 @@ def test_every_perftest_capture_has_expectations():
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_parser_on_real_capture(name):
     exp = EXPECTED[name]
-    got = pt.parse_output(_text(name))
+    got = perftest_output.parse_output(_text(name))
     for key in ("test", "kind", "role", "unit", "values_unit"):
         assert got[key] == exp[key], key
     for key, value in exp["header"].items():
@@ -185,7 +185,7 @@ def test_parser_on_real_capture(name):
     for want, have in zip(exp["warnings"], got["warnings"]):
         assert have.startswith(want)
     assert got["errors"] == exp["errors"]
-    failure = pt.classify_failure(_text(name), 1)
+    failure = perftest_output.classify_failure(_text(name), 1)
     if exp["failure"]:
         assert failure["kind"] == exp["failure"]
         assert failure["cause"] and failure["fix"] and failure["evidence"]
@@ -196,37 +196,37 @@ def test_parser_on_real_capture(name):
 def test_real_tabs_in_header_and_old_report_format_are_read():
     text = _text("ib_write_bw-server-rocev2-02.txt")
     assert "\t" in text
-    got = pt.parse_output(text)
+    got = perftest_output.parse_output(text)
     assert got["header"]["device"] == "mlx5_3" and got["header"]["transport"] == "IB"
     assert got["header"]["srq"] is False and got["header"]["rdma_cm"] is False
     assert got["results"][0]["msg_rate_mpps"] == pytest.approx(0.183585)
 
 
 def test_addresses_and_gids_are_decoded():
-    got = pt.parse_output(_text("ib_write_bw-client-rocev2-01.txt"))
+    got = perftest_output.parse_output(_text("ib_write_bw-client-rocev2-01.txt"))
     local, remote = got["local"][0], got["remote"][0]
     assert local == {"lid": 0, "qpn": 0x01ac, "psn": 0xc76db1, "out_reads": None, "rkey": "0x23beb2",
                      "vaddr": "0x007f26a2c8b000", "srqn": None, "gid": "0000:0000:0000:0000:0000:ffff:0a00:000b",
                      "gid_ipv4": "10.0.0.11", "gid_printed": "00:00:00:00:00:00:00:00:00:00:255:255:10:00:00:11"}
     assert remote["qpn"] == 0x01a9 and remote["gid_ipv4"] == "10.0.0.12"
-    bidir = pt.parse_output(_text("ib_write_bw-client-bidir-multiqp-rocev2-01.txt"))
+    bidir = perftest_output.parse_output(_text("ib_write_bw-client-bidir-multiqp-rocev2-01.txt"))
     assert [a["qpn"] for a in bidir["local"]] == [0x0800, 0x0002, 0x0801, 0x0003]
     assert bidir["remote"][1]["psn"] == 0x46d70
     assert bidir["local"][0]["gid"] == "fd93:0000:0000:0001:0000:0000:0000:01b0" and bidir["local"][0]["gid_ipv4"] is None
-    ib = pt.parse_output(_text("ib_read_lat-client-ib-01.txt"))
+    ib = perftest_output.parse_output(_text("ib_read_lat-client-ib-01.txt"))
     assert ib["local"][0]["lid"] == 1 and ib["local"][0]["out_reads"] == 16 and ib["remote"][0]["lid"] == 4
 
 
 def test_cuda_and_vendor_fork_lines_are_kept_aside_not_misread():
-    cuda = pt.parse_output(_text("ib_write_bw-client-rocev2-cuda-01.txt"))
+    cuda = perftest_output.parse_output(_text("ib_write_bw-client-rocev2-cuda-01.txt"))
     assert cuda["extra_lines"][0] == "initializing CUDA" and cuda["extra_lines"][-1] == "destroying current CUDA Ctx"
-    fork = pt.parse_output(_text("ib_write_bw-server-bidir-multiqp-rocev2-01.txt"))
+    fork = perftest_output.parse_output(_text("ib_write_bw-server-bidir-multiqp-rocev2-01.txt"))
     assert "Total run time: 187.693s" in fork["extra_lines"]
     assert fork["bidirectional"] is True
 
 
 def test_mib_per_second_is_converted_with_two_to_the_twenty():
-    got = pt.parse_output(_text("ib_send_bw-client-ib-01.txt"))
+    got = perftest_output.parse_output(_text("ib_send_bw-client-ib-01.txt"))
     assert got["results"][-1]["bw_avg_gbps"] == pytest.approx(197.53469, abs=1e-5)    # HDR 200 Gb/s
     assert got["results"][-1]["bw_avg"] == 23547.97
 
@@ -244,7 +244,7 @@ MB_TABLE = """\
 
 
 def test_mb_per_second_means_mebibytes_as_in_perftest_source():
-    got = pt.parse_output(MB_TABLE)
+    got = perftest_output.parse_output(MB_TABLE)
     assert got["unit"] == got["values_unit"] == "MB/sec" and got["warnings"] == []
     assert got["results"][0]["bw_avg_gbps"] == pytest.approx(10401.68 * 1048576 * 8 / 1e9, rel=1e-6)
     assert got["results"][0]["bw_avg_gbps"] == pytest.approx(87.255, abs=1e-3)
@@ -252,7 +252,7 @@ def test_mb_per_second_means_mebibytes_as_in_perftest_source():
 
 def test_client_in_mb_under_a_gbits_server_header_is_detected():
     text = MB_TABLE.replace("[MB/sec]", "[Gb/sec]")
-    got = pt.parse_output(text)
+    got = perftest_output.parse_output(text)
     assert got["unit"] == "Gb/sec" and got["values_unit"] == "MiB/sec"
     assert got["results"][0]["bw_avg_gbps"] == pytest.approx(87.255, abs=1e-3)
     assert "numbers match the message rate only in MiB/sec" in got["warnings"][0]
@@ -260,13 +260,13 @@ def test_client_in_mb_under_a_gbits_server_header_is_detected():
 
 def test_latency_duration_per_port_and_cpu_util_columns():
     lat_dur = " #bytes        #iterations       t_avg[usec]  \t\n 2       1000            1.63\n"
-    got = pt.parse_output(lat_dur)
+    got = perftest_output.parse_output(lat_dur)
     assert got["kind"] == "lat" and got["results"] == [{"bytes": 2, "iterations": 1000, "t_avg_us": 1.63}]
     per_port = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]   BW Port1[Gb/sec]"
                 "   MsgRate Port1[Mpps]   BW Port2[Gb/sec]   MsgRate Port2[Mpps]    CPU_Util[%]\n"
                 " 65536      5000           180.00             179.50\t\t   0.342369        90.00            0.171"
                 "              89.50            0.170\t    12.50\n")
-    row = pt.parse_output(per_port)["results"][0]
+    row = perftest_output.parse_output(per_port)["results"][0]
     assert row["bw_port1_gbps"] == 90.0 and row["msg_rate_port2_mpps"] == 0.17 and row["cpu_util_pct"] == 12.5
     assert row["bw_avg_gbps"] == 179.5
 
@@ -274,7 +274,7 @@ def test_latency_duration_per_port_and_cpu_util_columns():
 def test_report_both_sections_go_to_local_and_remote_results():
     text = MB_TABLE.replace("[MB/sec]", "[Gb/sec]").replace("10402.09            10401.68", "87.26  87.25")
     text += " Local results: \n" + "-" * 87 + "\n" + text.splitlines()[5] + "\n 65536  1000  43.60  43.60  0.083\n"
-    got = pt.parse_output(text)
+    got = perftest_output.parse_output(text)
     assert len(got["results"]) == 1 and got["local_results"][0]["bw_avg_gbps"] == 43.6
 
 
@@ -297,7 +297,7 @@ def test_report_both_sections_go_to_local_and_remote_results():
     ("Can't produce a report\n", "cpu_frequency", ["-F"]),
 ])
 def test_classify_failure_names_cause_from_perftest_lines(text, kind, words):
-    got = pt.classify_failure(text, 1)
+    got = perftest_output.classify_failure(text, 1)
     assert got["kind"] == kind
     for word in words:
         assert word in got["cause"] + " " + got["fix"]
@@ -305,30 +305,30 @@ def test_classify_failure_names_cause_from_perftest_lines(text, kind, words):
 
 def test_classify_failure_exit_codes_and_timeouts():
     ok = _text("ib_write_bw-client-rocev2-01.txt")
-    assert pt.classify_failure(ok, 0) is None
-    assert pt.classify_failure(ok, None) is None                    # saved output without failure lines
-    assert pt.classify_failure(_text("ib_write_bw-error-rtr-01.txt"), None)["kind"] == "qp_connect_failed"
-    assert pt.classify_failure(ok, -9)["kind"] == "killed"
-    timed = pt.classify_failure(ok, -9, timed_out=True)
+    assert perftest_output.classify_failure(ok, 0) is None
+    assert perftest_output.classify_failure(ok, None) is None                    # saved output without failure lines
+    assert perftest_output.classify_failure(_text("ib_write_bw-error-rtr-01.txt"), None)["kind"] == "qp_connect_failed"
+    assert perftest_output.classify_failure(ok, -9)["kind"] == "killed"
+    timed = perftest_output.classify_failure(ok, -9, timed_out=True)
     assert timed["kind"] == "timeout" and "stalled" in timed["cause"]
     waiting = "\n************************************\n* Waiting for client to connect... *\n" + "*" * 36 + "\n"
-    server = pt.classify_failure(waiting, -9, timed_out=True)
+    server = perftest_output.classify_failure(waiting, -9, timed_out=True)
     assert server["kind"] == "timeout" and "no client connected" in server["cause"]
     # perftest's own failure wins over the timeout that followed it
-    assert pt.classify_failure(_text("ib_write_bw-error-connect-01.txt"), -9, timed_out=True)["kind"] == \
+    assert perftest_output.classify_failure(_text("ib_write_bw-error-connect-01.txt"), -9, timed_out=True)["kind"] == \
         "server_not_listening"
 
 
 def test_result_error_quotes_last_five_lines_and_the_cause():
     text = _text("ib_write_bw-error-rtr-01.txt")
-    msg = pt.result_error(text, 1, pt.parse_output(text))
+    msg = perftest_run.result_error(text, 1, perftest_output.parse_output(text))
     assert msg.startswith("perftest printed no result row and exited with code 1; cause: the queue pair could not "
                           "move to RTR")
     assert msg.endswith("last lines: 'Failed to modify QP 122273 to RTR' | 'Unable to Connect the HCA's through the "
                         "link' | 'Failed to modify QP 122272 to RTR' | 'Unable to Connect the HCA's through the link'")
     server = _text("ib_write_bw-server-bidir-multiqp-rocev2-01.txt")
     cut = server.split(" #bytes")[0]
-    msg = pt.result_error(cut, None, pt.parse_output(cut))
+    msg = perftest_run.result_error(cut, None, perftest_output.parse_output(cut))
     assert "(RDMA_Write Bidirectional BW Test) printed no result row; cause: the output ends before the result table" \
         in msg
     assert msg.count("' | '") == 4                                   # five quoted lines
@@ -336,23 +336,25 @@ def test_result_error_quotes_last_five_lines_and_the_cause():
 
 # ------------------------------------------------------------------------------------------------ argv / summary
 def test_build_argv_client_with_every_option():
-    argv = pt.build_argv("ib_write_bw", "mlx5_0", 1, 3, "10.0.0.11", 18515, 1048576, 5000, None, 2, 106, True,
+    argv = perftest_run.build_argv("ib_write_bw", "mlx5_0", 1, 3, "10.0.0.11", 18515, 1048576, 5000, None, 2, 106, True,
                          ["-a"])
     assert argv == ["ib_write_bw", "-d", "mlx5_0", "-i", "1", "-x", "3", "-p", "18515", "-s", "1048576", "-n",
                     "5000", "-q", "2", "--tclass=106", "--report_gbits", "-F", "-a", "10.0.0.11"]
 
 
 def test_build_argv_server_latency_duration():
-    argv = pt.build_argv("ib_write_lat", "mlx5_1", 2, None, None, 20000, None, None, 10, None, None, True, None)
+    argv = perftest_run.build_argv("ib_write_lat", "mlx5_1", 2, None, None, 20000, None, None, 10, None, None, True,
+                                   None)
     assert argv == ["ib_write_lat", "-d", "mlx5_1", "-i", "2", "-p", "20000", "-D", "10", "-F"]
 
 
 def test_summary_takes_the_largest_message_row():
-    bw = pt.parse_output(_text("ib_write_bw-client-rocev2-01.txt"))
-    assert pt.summary(bw) == {"bytes": 8388608, "bw_avg_gbps": 92.39, "bw_peak_gbps": 92.39, "msg_rate_mpps": 0.001377}
-    lat = pt.parse_output(_text("ib_send_lat-server-ib-01.txt"))
-    assert pt.summary(lat) == {"bytes": 16384, "t_typical_us": 3.76, "t_avg_us": 3.77, "p99_us": 3.91}
-    assert pt.summary(pt.parse_output(_text("ib_read_lat-server-ib-01.txt"))) == {}
+    bw = perftest_output.parse_output(_text("ib_write_bw-client-rocev2-01.txt"))
+    assert perftest_output.summary(bw) == {"bytes": 8388608, "bw_avg_gbps": 92.39, "bw_peak_gbps": 92.39,
+                                           "msg_rate_mpps": 0.001377}
+    lat = perftest_output.parse_output(_text("ib_send_lat-server-ib-01.txt"))
+    assert perftest_output.summary(lat) == {"bytes": 16384, "t_typical_us": 3.76, "t_avg_us": 3.77, "p99_us": 3.91}
+    assert perftest_output.summary(perftest_output.parse_output(_text("ib_read_lat-server-ib-01.txt"))) == {}
 
 
 # ------------------------------------------------------------------------------------------------ validation / running
@@ -381,12 +383,13 @@ BASE = dict(test="ib_write_bw", device="mlx5_0", ib_port=1, gid_index=None, serv
     (dict(log_path="/tmp/x", device=None, server="h", size=8), "server, size: apply to running perftest"),
 ])
 def test_validate_names_field_and_allowed_values(change, start):
-    assert pt.validate(dict(BASE, **change)).startswith(start)
+    assert perftest_run.validate(dict(BASE, **change)).startswith(start)
 
 
 def test_validate_accepts_good_inputs():
-    assert pt.validate(dict(BASE, gid_index=3, tclass=106, server="10.0.0.11", size=65536, iterations=5000)) is None
-    assert pt.validate(dict(BASE, device=None, log_text="...")) is None
+    good = dict(BASE, gid_index=3, tclass=106, server="10.0.0.11", size=65536, iterations=5000)
+    assert perftest_run.validate(good) is None
+    assert perftest_run.validate(dict(BASE, device=None, log_text="...")) is None
 
 
 def test_port_in_use_bind_test():
@@ -395,10 +398,10 @@ def test_port_in_use_bind_test():
     listener.listen(1)
     port = listener.getsockname()[1]
     try:
-        assert pt.port_in_use(port) == "TCP port %d is already in use on this host" % port
+        assert perftest_run.port_in_use(port) == "TCP port %d is already in use on this host" % port
     finally:
         listener.close()
-    assert pt.port_in_use(port) is None
+    assert perftest_run.port_in_use(port) is None
 
 
 def test_run_kills_the_process_group_after_the_timeout(tmp_path):
@@ -406,24 +409,24 @@ def test_run_kills_the_process_group_after_the_timeout(tmp_path):
     script.write_text("import subprocess, sys, time\nprint('started', flush=True)\n"
                       "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\ntime.sleep(60)\n")
     start = time.monotonic()
-    res = pt.run([sys.executable, str(script)], 1)
+    res = perftest_run.run([sys.executable, str(script)], 1)
     assert time.monotonic() - start < 10
     assert res["timed_out"] is True and res["rc"] == -9 and res["output"] == "started\n"
 
 
 def test_run_reports_a_program_that_cannot_start(tmp_path):
-    res = pt.run([str(tmp_path / "ib_write_bw")], 5)
+    res = perftest_run.run([str(tmp_path / "ib_write_bw")], 5)
     assert res["rc"] == 127 and res["error"].startswith("cannot run ")
 
 
 def test_evaluate_read_lat_server_without_table_is_success_and_other_servers_are_not():
     text = _text("ib_read_lat-server-ib-01.txt")
-    failed, msg, res = pt.evaluate(text, 0, tool="ib_read_lat", is_server=True)
-    assert not failed and msg is None and res["results"] == [] and res["failure"] is None and res["role"] == "server"
-    failed, _msg, res = pt.evaluate(text, None)                       # saved output: the banner tells
+    failed, msg, res = perftest_run.evaluate(text, 0, tool="ib_read_lat", is_server=True)
+    assert not failed and msg is None and res["rows"] == [] and res["failure"] is None and res["role"] == "server"
+    failed, _msg, res = perftest_run.evaluate(text, None)                       # saved output: the banner tells
     assert not failed
-    failed, msg, res = pt.evaluate(text, 0, tool="ib_write_lat", is_server=True)
+    failed, msg, res = perftest_run.evaluate(text, 0, tool="ib_write_lat", is_server=True)
     assert failed and res["failure"]["kind"] == "no_result" and "printed no result row" in msg
     cut = text.split(" remote address")[0]                            # no client ever connected
-    failed, _msg, res = pt.evaluate(cut, 0, tool="ib_read_lat", is_server=True)
+    failed, _msg, res = perftest_run.evaluate(cut, 0, tool="ib_read_lat", is_server=True)
     assert failed

@@ -7,8 +7,8 @@ import itertools
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import perftest_rounds
-from ansible_collections.hpcnet.rdma.plugins.filter.perftest import perftest_rounds as rounds_filter
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import perftest_rounds
+from ansible_collections.hpcnet.rdma.plugins.filter.verify import perftest_rounds as rounds_filter
 from ansible.errors import AnsibleFilterError
 
 

@@ -1,11 +1,11 @@
-"""The shipped playbooks' own input rules (plugins/module_utils/play_inputs.py): the collection-wide rdma_* variables
+"""The shipped playbooks' own input rules (plugins/module_utils/play/play_inputs.py): the collection-wide rdma_* variables
 and the rolling reboot's; each message names the variable the user set."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import play_inputs
+from ansible_collections.hpcnet.rdma.plugins.module_utils.play import play_inputs
 
 
 def test_nothing_given_is_fine():

@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import qos_tools as q
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos import dcb_tools as dt
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos import qos_errors as qe
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos import qos_tools as q
 from fixtures_path import real_fixtures
 
 OUTPUTS = real_fixtures() / "rdma-outputs"
@@ -118,7 +120,7 @@ def test_mlnx_qos_partial_mapping_and_wrapped_rows():
     ("Interface name is required\n", "usage", {}),
 ])
 def test_mlnx_qos_error_lines(text, kind, extra):
-    (first,) = [e for e in q.parse_mlnx_qos_errors(text) if e["kind"] != "usage" or kind == "usage"][:1]
+    (first,) = [e for e in qe.parse_mlnx_qos_errors(text) if e["kind"] != "usage" or kind == "usage"][:1]
     assert first["kind"] == kind
     for key, val in extra.items():
         assert first[key] == val
@@ -137,16 +139,16 @@ PFC = {
 @pytest.mark.parametrize("path", sorted(PFC), ids=lambda p: p.name)
 def test_dcb_pfc_captures(path):
     cap, mbc, delay, enabled, requests = PFC[path]
-    res = q.parse_dcb_pfc(_read(path))
+    res = dt.parse_dcb_pfc(_read(path))
     assert (res["pfc_cap"], res["macsec_bypass"], res["delay"], res["pfc_enabled"], res["requests"]) == (
         cap, mbc, delay, enabled, requests)
 
 
 def test_dcb_pfc_with_trailing_blanks_and_json():
     text = "pfc-cap 8 macsec-bypass off delay 7 \nprio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off \n"
-    assert q.parse_dcb_pfc(text)["pfc"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert dt.parse_dcb_pfc(text)["pfc"] == [0, 0, 0, 1, 0, 0, 0, 0]
     js = json.dumps({"pfc_cap": 8, "macsec_bypass": False, "delay": 7, "prio_pfc": [False] * 3 + [True] + [False] * 4})
-    res = q.parse_dcb_pfc(js + "\n")
+    res = dt.parse_dcb_pfc(js + "\n")
     assert res == {"pfc_cap": 8, "macsec_bypass": False, "delay": 7, "pfc": [0, 0, 0, 1, 0, 0, 0, 0],
                    "pfc_enabled": [3], "requests": None, "indications": None}
 
@@ -162,7 +164,7 @@ ETS = {
 
 @pytest.mark.parametrize("path", sorted(ETS), ids=lambda p: p.name)
 def test_dcb_ets_captures(path):
-    res = q.parse_dcb_ets(_read(path))
+    res = dt.parse_dcb_ets(_read(path))
     for key, want in ETS[path].items():
         assert res[key] == want, key
 
@@ -177,38 +179,38 @@ APP = {
 
 @pytest.mark.parametrize("path", sorted(APP), ids=lambda p: p.name)
 def test_dcb_app_captures_symbolic_and_numeric(path):
-    res = q.parse_dcb_app(_read(path))
+    res = dt.parse_dcb_app(_read(path))
     assert res["dscp_prio"] == APP[path]
     assert res["dscp_multi"] == {24: [2, 3]} and res["dscp2prio"] == {0: 0, 24: 3, 48: 6}
 
 
 def test_dcb_app_json_and_default_names():
     js = json.dumps({"default_prio": [0], "dscp_prio": [[26, 3], [48, 6]]})
-    res = q.parse_dcb_app(js)
+    res = dt.parse_dcb_app(js)
     assert res["dscp_prio"] == [(26, 3), (48, 6)] and res["default_prio"] == [0]
-    assert q.parse_dcb_app("dscp-prio default:0 AF31:3 EF:5 \n")["dscp2prio"] == {0: 0, 26: 3, 46: 5}
-    assert q.parse_dcb_app("")["dscp_prio"] == []
+    assert dt.parse_dcb_app("dscp-prio default:0 AF31:3 EF:5 \n")["dscp2prio"] == {0: 0, 26: 3, 46: 5}
+    assert dt.parse_dcb_app("")["dscp_prio"] == []
 
 
 @pytest.mark.parametrize("path", [OUTPUTS / "dcb-apptrust-01.txt", QOS / "dcb-apptrust-show-01.txt"], ids=lambda p: p.name)
 def test_dcb_apptrust_captures(path):
-    assert q.parse_dcb_apptrust(_read(path)) == {"order": ["port", "pcp", "ethtype"]}
-    assert q.parse_dcb_apptrust('{"order":["dscp","pcp"]}\n') == {"order": ["dscp", "pcp"]}
+    assert dt.parse_dcb_apptrust(_read(path)) == {"order": ["port", "pcp", "ethtype"]}
+    assert dt.parse_dcb_apptrust('{"order":["dscp","pcp"]}\n') == {"order": ["dscp", "pcp"]}
 
 
 @pytest.mark.parametrize("path", [OUTPUTS / "dcb-buffer-01.txt", QOS / "dcb-buffer-show-01.txt"], ids=lambda p: p.name)
 def test_dcb_buffer_captures(path):
-    res = q.parse_dcb_buffer(_read(path))
+    res = dt.parse_dcb_buffer(_read(path))
     assert res["prio_buffer"] == list(range(8))
     assert res["buffer_size"] == [10240] * 6 + [1048576, 10240]
     assert res["total_size"] == 1222 * 1024
 
 
 def test_dcb_sizes_rates_maxrate_dcbx():
-    assert [q.parse_dcb_size(s) for s in ("524160b", "10Kb", "1Mb", "x")] == [524160, 10240, 1048576, None]
-    assert q.parse_dcb_maxrate(_read(QOS / "dcb-maxrate-show-01.txt"))["tc_maxrate"] == [25 * 10 ** 9] * 6 + [10 ** 11, 25 * 10 ** 9]
+    assert [dt.parse_dcb_size(s) for s in ("524160b", "10Kb", "1Mb", "x")] == [524160, 10240, 1048576, None]
+    assert dt.parse_dcb_maxrate(_read(QOS / "dcb-maxrate-show-01.txt"))["tc_maxrate"] == [25 * 10 ** 9] * 6 + [10 ** 11, 25 * 10 ** 9]
     for path in (OUTPUTS / "dcb-dcbx-01.txt", QOS / "dcb-dcbx-show-01.txt"):
-        res = q.parse_dcb_dcbx(_read(path))
+        res = dt.parse_dcb_dcbx(_read(path))
         assert res["flags"] == ["host", "ieee"] and res["host"] and not res["cee"]
 
 
@@ -225,14 +227,14 @@ DCB_ERRORS = {
 
 @pytest.mark.parametrize("path", sorted(DCB_ERRORS), ids=lambda p: p.name)
 def test_dcb_error_captures(path):
-    got = [(e["kind"], e.get("errno")) for e in q.parse_dcb_errors(_read(path))]
+    got = [(e["kind"], e.get("errno")) for e in qe.parse_dcb_errors(_read(path))]
     assert got == DCB_ERRORS[path]
 
 
 def test_dcb_error_details():
-    (rng, inv) = q.parse_dcb_errors(_read(QOS / "dcb-error-mapping-01.txt"))
+    (rng, inv) = qe.parse_dcb_errors(_read(QOS / "dcb-error-mapping-01.txt"))
     assert rng["what"] == "DSCP" and rng["range"] == "0..63" and inv["detail"] == "64"
-    assert q.parse_dcb_errors(_read(QOS / "dcb-error-object-01.txt"))[0]["detail"] == "apptrust"
+    assert qe.parse_dcb_errors(_read(QOS / "dcb-error-object-01.txt"))[0]["detail"] == "apptrust"
 
 
 # ---------------------------------------------------------------------------------------------- ethtool
@@ -281,7 +283,7 @@ ETHTOOL_ERRORS = {
 
 @pytest.mark.parametrize("name", sorted(ETHTOOL_ERRORS))
 def test_ethtool_error_captures(name):
-    got = [(e["kind"], e.get("errno")) for e in q.parse_ethtool_errors(_read(QOS / name))]
+    got = [(e["kind"], e.get("errno")) for e in qe.parse_ethtool_errors(_read(QOS / name))]
     assert got == ETHTOOL_ERRORS[name]
 
 

@@ -10,12 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import module_docs  # tests/tools, on sys.path via tests/unit/conftest.py
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import rdma_counters as c
-from ansible_collections.hpcnet.rdma.plugins.module_utils.qos_tools import parse_ethtool_stats
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_stack import SubprocessRunner
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import rdma_counters as c
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos.qos_tools import parse_ethtool_stats
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import SubprocessRunner
 from ansible_collections.hpcnet.rdma.plugins.modules import rdma_counters as module
 from fixtures_path import real_fixtures
 
@@ -337,7 +339,7 @@ def test_module_fails_on_a_root_that_is_not_sysfs(tmp_path, exits):
 
 def test_module_documentation_matches_its_arguments():
     import yaml  # pylint: disable=import-outside-toplevel
-    doc = yaml.safe_load(module.DOCUMENTATION)
+    doc = module_docs.documentation(module)  # with its doc fragments
     assert set(doc["options"]) == set(module.ARGUMENT_SPEC)
     for name, arg in module.ARGUMENT_SPEC.items():
         assert doc["options"][name]["type"] == arg["type"]

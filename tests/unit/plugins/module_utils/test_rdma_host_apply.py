@@ -1,12 +1,12 @@
-"""module_utils/rdma_host_apply.py: the rdma_host_settings module's files, PAM check, plan and apply, with a fake
+"""module_utils/host/rdma_host_apply.py: the rdma_host_settings module's files, PAM check, plan and apply, with a fake
 runner (argv in, (rc, out, err) out) over a temporary sysfs tree."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import rdma_host_apply as apply
-from ansible_collections.hpcnet.rdma.plugins.module_utils.host_settings import memlock_setting
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host import rdma_host_apply as apply
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import memlock_setting
 
 
 def test_limits_text_has_soft_and_hard_for_everyone_and_for_root_in_columns():

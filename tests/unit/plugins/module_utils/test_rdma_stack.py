@@ -1,4 +1,4 @@
-"""Tests of RDMA stack detection (module_utils/rdma_stack.py)."""
+"""Tests of RDMA stack detection (module_utils/stack/rdma_stack.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import resource
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import rdma_stack
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_stack import (
+from ansible_collections.hpcnet.rdma.plugins.module_utils.stack import rdma_stack
+from ansible_collections.hpcnet.rdma.plugins.module_utils.stack.rdma_stack import (
     StackParseError,
     memlock_limits,
     parse_ofed_info_s,

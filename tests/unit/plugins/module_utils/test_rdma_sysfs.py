@@ -1,4 +1,4 @@
-"""Tests of the sysfs reader behind hpcnet.rdma.rdma_facts (module_utils/rdma_sysfs.py)."""
+"""Tests of the sysfs reader behind hpcnet.rdma.rdma_facts (module_utils/sysfs/rdma_sysfs.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import rdma_sysfs
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import (
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import rdma_sysfs
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import (
     SysfsError,
     gather_rdma_sysfs,
     gid_ipv4,
@@ -692,6 +692,6 @@ def test_profile_tree_counters_are_integers(tmp_path):
 
 
 def test_traffic_class_with_only_match_rules_has_no_global_class():
-    from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import parse_traffic_class
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import parse_traffic_class
     assert parse_traffic_class("dst_ip=10.0.0.0/24,tclass=96\n") is None
     assert parse_traffic_class("Global tclass=106\ndst_ip=10.0.0.0/24,tclass=96\n") == 106

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from tests.fixtures_path import real_fixtures
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import rdma_verify as v
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import gather_rdma_sysfs
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import rdma_verify as v, verify_fabric as vf
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import gather_rdma_sysfs
 
 KIT = Path(__file__).resolve().parents[3] / "simhost"
 sys.path.insert(0, str(KIT))
@@ -294,7 +294,7 @@ def test_rail_without_an_sm_is_one_fabric_finding(build):
     hosts = {"ib01": {"group": "infiniband", "rdma": build(IB2, 1, no_sm, "nosm")},
              "ib02": {"group": "infiniband", "rdma": build(IB2, 2, no_sm, "nosm")}}
     result = v.verify(hosts, {})
-    (fab,) = [f for f in result["findings"] if f["host"] == v.FABRIC]
+    (fab,) = [f for f in result["findings"] if f["host"] == vf.FABRIC]
     assert result["findings"][0] is fab
     assert (fab["check"], fab["severity"], fab["device"]) == ("subnet_manager", "error", "mlx5_1")
     assert fab["found"] == "no port of rail 1 sees an SM (ib01:mlx5_1, ib02:mlx5_1)"
@@ -384,7 +384,7 @@ def test_memlock(build, soft, expect, status):
     ({"n1": {"group": "roce", "rdma": {"devices": {}}}}, {"rate": 400}, "spec: unknown key(s) rate; allowed:"),
 ])
 def test_bad_input_names_the_field(hosts, spec, message):
-    with pytest.raises(v.VerifyInputError) as info:
+    with pytest.raises(vf.VerifyInputError) as info:
         v.verify(hosts, spec)
     assert message in str(info.value)
 
@@ -410,8 +410,8 @@ def test_every_finding_has_the_documented_keys_and_sentences(build):
     result = v.verify(hosts, {})
     assert len(result["findings"]) >= 8
     for f in result["findings"]:
-        assert tuple(f) == v.FINDING_KEYS
-        assert f["severity"] in v.SEVERITIES and f["check"] in v.CHECK_NAMES
+        assert tuple(f) == vf.FINDING_KEYS
+        assert f["severity"] in vf.SEVERITIES and f["check"] in v.CHECK_NAMES
         assert f["cause"] and f["fix"] and "{" not in f["cause"] + f["fix"]
     disabled = [f for f in only(result, "port_state") if f["device"] == "mlx5_1"][0]
     assert disabled["cause"] == "the port is disabled: its netdev enp140s0np0 is administratively down"
@@ -419,11 +419,11 @@ def test_every_finding_has_the_documented_keys_and_sentences(build):
 
 
 def test_most_common_breaks_ties_towards_the_higher_value():
-    assert v._most_common([400.0, 200.0]) == 400.0  # pylint: disable=protected-access
-    assert v._most_common(["28.9.1000", "28.10.1000"]) == "28.10.1000"  # pylint: disable=protected-access
-    assert v._most_common([3, 5], prefer_high=False) == 3  # pylint: disable=protected-access
-    assert v._most_common([200.0, 200.0, 400.0]) == 200.0  # pylint: disable=protected-access
-    assert v._most_common([None, None]) is None  # pylint: disable=protected-access
+    assert vf._most_common([400.0, 200.0]) == 400.0  # pylint: disable=protected-access
+    assert vf._most_common(["28.9.1000", "28.10.1000"]) == "28.10.1000"  # pylint: disable=protected-access
+    assert vf._most_common([3, 5], prefer_high=False) == 3  # pylint: disable=protected-access
+    assert vf._most_common([200.0, 200.0, 400.0]) == 200.0  # pylint: disable=protected-access
+    assert vf._most_common([None, None]) is None  # pylint: disable=protected-access
 
 
 # ------------------------------------------------------------------- the SM at each port's SM LID is the master
@@ -471,5 +471,5 @@ def test_a_failed_or_missing_sminfo_query_is_not_judged(build):
 def test_sminfo_that_is_not_a_dict_of_outputs_names_the_host_key(build, bad):
     hosts = healthy(build, n_ib=1, n_roce=0)
     hosts["ib01"]["sminfo"] = bad
-    with pytest.raises(v.VerifyInputError, match=r"hosts\.ib01\.sminfo must be a dict"):
+    with pytest.raises(vf.VerifyInputError, match=r"hosts\.ib01\.sminfo must be a dict"):
         v.verify(hosts, {})

@@ -1,4 +1,4 @@
-"""The roce role's one validation path (plugins/module_utils/roce_profile.py): the ports it picks, the QoS it asks
+"""The roce role's one validation path (plugins/module_utils/qos/roce_profile.py): the ports it picks, the QoS it asks
 for, and one message per problem, naming the variable the user set. The rules shared with the roce_qos module come
 from that module's validate() under the role's names, so a rule changed there changes here."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import roce_profile, roce_qos
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos import roce_profile, roce_qos
 
 # two Ethernet ports of a ConnectX-7 (one down) and an InfiniBand port, as rdma_facts reports them
 RDMA = {"devices": {

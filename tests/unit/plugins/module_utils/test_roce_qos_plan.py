@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import roce_qos
-from ansible_collections.hpcnet.rdma.plugins.module_utils.roce_qos import Port, QosError, validate
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos import roce_qos
+from ansible_collections.hpcnet.rdma.plugins.module_utils.qos.roce_qos import Port, QosError, validate
 from fixtures_path import real_fixtures
 from simhost import profile, tree  # tests/simhost, on sys.path via tests/unit/conftest.py
 

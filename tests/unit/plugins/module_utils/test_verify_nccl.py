@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import verify_nccl
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import verify_nccl
 
 HOSTS = [{"inventory_hostname": "node01", "ansible_facts": {"hostname": "gpu-a", "default_ipv4": {"address": "10.0.0.11"}}},
          {"inventory_hostname": "node02", "ansible_facts": {"hostname": "gpu-b", "default_ipv4": {"address": "10.0.0.12"}},

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import verify_perftest
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import verify_perftest
 
 
 def _bw(client, server, bw, line=400.0, rail=0, link_layer="Ethernet", **extra):

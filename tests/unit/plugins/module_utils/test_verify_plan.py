@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import verify_plan
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import verify_plan
 
 
 def _port(link_layer, state="ACTIVE", gid_index=None, gids=None, tos=None, rate=400.0):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import fabric_report, verify_report
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import fabric_report, verify_report
 
 
 def _host(name, group, results=(), conf=(), deltas=None, counter_findings=()):

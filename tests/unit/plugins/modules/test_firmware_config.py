@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import gather_rdma_sysfs
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import gather_rdma_sysfs
 from ansible_collections.hpcnet.rdma.plugins.modules import firmware_config
 
 CARDS3 = "mixed_ib_roce_down"
@@ -248,7 +248,7 @@ def test_a_pci_address_not_in_canonical_form_is_no_traceback(cards3, address, fw
 
 
 def test_a_card_refused_after_its_write_reports_what_it_has_pending(cards3, monkeypatch, fw):
-    from ansible_collections.hpcnet.rdma.plugins.module_utils import mlxconfig
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware import mlxconfig
     root = cards3()
     real = mlxconfig.Device.query_all
 

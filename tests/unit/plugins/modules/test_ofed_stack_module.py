@@ -3,7 +3,7 @@ parsers are tested in tests/unit/plugins/module_utils/test_ofed_stack.py)."""
 
 from __future__ import annotations
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils import ofed_stack as logic
+from ansible_collections.hpcnet.rdma.plugins.module_utils.stack import ofed_stack as logic
 from ansible_collections.hpcnet.rdma.plugins.modules import ofed_stack
 
 PROBED = {"installed": {"provider": "none"}, "kernel": {"running": "6.1.0-28-amd64", "installed": ["6.1.0-28-amd64"],

@@ -91,9 +91,9 @@ def test_log_text_of_a_client_returns_header_rows_and_summary(run):
     assert not failed and res["changed"] is False
     assert res["test"] == "RDMA_Write BW Test" and res["kind"] == "bw" and res["tool"] is None and res["cmd"] == []
     assert res["header"]["gid_index"] == 5 and res["header"]["mtu"] == 1024 and res["header"]["link_type"] == "Ethernet"
-    assert len(res["results"]) == 23 and res["unit"] == "Gb/sec"
+    assert len(res["rows"]) == 23 and res["unit"] == "Gb/sec"
     assert res["summary"] == {"bytes": 8388608, "bw_avg_gbps": 92.39, "bw_peak_gbps": 92.39, "msg_rate_mpps": 0.001377}
-    assert res["failure"] is None and res["rc"] is None and len(res["stdout_lines"]) == 40
+    assert res["failure"] is None and "rc" not in res and len(res["stdout_lines"]) == 40
 
 
 def test_log_text_as_a_list_of_lines_and_check_mode(run):
@@ -112,7 +112,7 @@ def test_log_path_of_the_half_duplex_server_in_mb(run):
 
 def test_read_lat_server_without_table_is_success_with_no_rows(run):
     failed, res = run({"log_text": _capture("ib_read_lat-server-ib-01.txt")})
-    assert not failed and res["results"] == [] and res["summary"] == {} and res["kind"] == "lat"
+    assert not failed and res["rows"] == [] and res["summary"] == {} and res["kind"] == "lat"
 
 
 @pytest.mark.parametrize("name,kind", [
@@ -129,7 +129,7 @@ def test_error_captures_fail_with_quoted_lines_and_cause(run, name, kind):
     assert failed and res["failure"]["kind"] == kind
     last = [ln.strip() for ln in _capture(name).splitlines() if ln.strip()][-1]
     assert "'%s'" % last in res["msg"] and res["failure"]["cause"] in res["msg"]
-    assert res["results"] == [] and res["changed"] is False
+    assert res["rows"] == [] and res["changed"] is False
 
 
 def test_missing_log_path_is_a_clear_error(run, tmp_path):
@@ -182,7 +182,7 @@ def test_read_lat_server_runs_and_succeeds_without_table(run, fake_tool, tmp_pat
     fake_tool("ib_read_lat", "ib_read_lat-server-ib-01.txt")
     port = _free_port()
     failed, res = run({"test": "ib_read_lat", "device": "mlx4_0", "port": port}, check_mode=True)
-    assert not failed and res["results"] == [] and res["role"] == "server"
+    assert not failed and res["rows"] == [] and res["role"] == "server"
     assert _argv(tmp_path)[1:] == ["-d", "mlx4_0", "-i", "1", "-p", str(port), "-q", "1", "-F"]
 
 
@@ -212,7 +212,7 @@ def test_non_zero_exit_after_results_still_fails(run, fake_tool):
     fake_tool("ib_write_bw", "ib_write_bw-client-rocev2-01.txt", rc=1,
               extra="sys.stderr.write('Failed to close connection between server and client\\n')")
     failed, res = run({"device": "mlx5_0", "server": "10.0.0.11"})
-    assert failed and len(res["results"]) == 23
+    assert failed and len(res["rows"]) == 23
     assert res["msg"].startswith("ib_write_bw exited with code 1 after printing results")
     assert "'Failed to close connection between server and client'" in res["msg"]
 

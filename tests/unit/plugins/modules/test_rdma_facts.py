@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import module_docs  # tests/tools, on sys.path via tests/unit/conftest.py
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
@@ -191,7 +193,7 @@ def test_documentation_lists_every_port_key():
                          "roce_v2_ipv4_gid_index", "pkeys", "pkey_indexes", "port_guid", "traffic_class", "rdma_cm", "counters", "hw_counters"}
     assert set(rdma["netdevs"]["contains"]) == {"mtu", "operstate", "carrier", "speed_mbps", "address", "rdma_device", "rdma_port", "ecn"}
     assert set(rdma) == {"sysfs_root", "devices", "netdevs", "kernel_modules", "memlock", "stack"}
-    doc = yaml.safe_load(rdma_facts.DOCUMENTATION)
+    doc = module_docs.documentation(rdma_facts)  # with its doc fragments
     assert set(doc["options"]) == {"sysfs_root", "gather_counters", "gather_all_netdevs", "gather_stack"}
 
 
@@ -210,7 +212,7 @@ def test_module_on_a_simulated_mixed_host(tmp_path, commands):
 def test_pkey_indexes_are_table_indexes_and_port_guid_is_gid0(tmp_path):
     """NCCL_IB_PKEY is a P_Key table index: an empty slot before an entry must not shift it; the port GUID is the
     low half of GID 0 (what opensm's guid option takes)."""
-    from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import RdmaSysfs
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import RdmaSysfs
     port = tmp_path / "class" / "infiniband" / "mlx5_0" / "ports" / "1"
     (port / "pkeys").mkdir(parents=True)
     (port / "gids").mkdir()

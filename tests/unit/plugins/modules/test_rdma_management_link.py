@@ -241,7 +241,8 @@ def test_real_kernel_sysfs_upper_devices_are_walked_as_the_kernel_lays_them_out(
                   "ip link set dev enp12s0np0p master bond0", ["enp12s0np0p"]),
     }
     script = ["mount -t sysfs sysfs /sys"] + NETNS_SETUP + ["(%s) 2>/dev/null || true" % cmd for cmd, _ in kinds.values()]
-    code = ("import json, sys; from ansible_collections.hpcnet.rdma.plugins.module_utils import management_link as ml; "
+    code = ("import json, sys; "
+            "from ansible_collections.hpcnet.rdma.plugins.module_utils.host import management_link as ml; "
             "t = ml.Topology('/sys'); print(json.dumps(dict((n, t.walk(n)[0]) for n in sys.argv[1:] if t.exists(n))))")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     run = subprocess.run(["unshare", "--net", "--mount", "sh", "-ec", " && ".join(script) + ' && exec "$@"', "sh",

@@ -9,11 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import module_docs  # tests/tools, on sys.path via tests/unit/conftest.py
 import yaml
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.rdma_sysfs import gather_rdma_sysfs
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import gather_rdma_sysfs
 from ansible_collections.hpcnet.rdma.plugins.modules import rdma_verify
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "simhost"))
@@ -112,7 +114,7 @@ def test_bad_input_fails_with_the_field_named(args, message):
 
 
 def test_documented_options_are_the_argument_spec():
-    doc = yaml.safe_load(rdma_verify.DOCUMENTATION)
+    doc = module_docs.documentation(rdma_verify)  # with its doc fragments
     assert set(doc["options"]) == set(rdma_verify.ARGUMENT_SPEC)
     spec_doc = doc["options"]["spec"]["suboptions"]
     spec_arg = rdma_verify.ARGUMENT_SPEC["spec"]["options"]

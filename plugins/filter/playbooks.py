@@ -1,0 +1,43 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the shipped playbooks (site.yml, rolling_reboot.yml): their own inputs (the collection-wide rdma_*
+variables, the devices a host needs, the rolling reboot's) and the ports the rolling reboot checks."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware import firmware_select
+from ansible_collections.hpcnet.rdma.plugins.module_utils.play import play_inputs
+
+__metaclass__ = type
+
+
+def rdma_input_errors(inputs):
+    """The collection-wide ``rdma_*`` variables given -> one message per problem."""
+    return play_inputs.collection_errors(inputs or {})
+
+
+def rdma_device_errors(read, inputs, host):
+    """site.yml's registered ``rdma_facts`` read, the collection-wide inputs and the host's name -> the message of a
+    host without an RDMA device that needs one, or of a read that failed."""
+    return play_inputs.device_errors(read, inputs or {}, host)
+
+
+def rolling_reboot_input_errors(inputs):
+    """The ``rolling_reboot_*`` variables given -> one message per problem."""
+    return play_inputs.rolling_reboot_errors(inputs or {})
+
+
+def rdma_ports(rdma, state=None, lines=False):
+    """``ansible_facts.rdma`` -> sorted ``dev:port`` (only those in ``state`` when given), or with ``lines`` the
+    ``dev:port STATE/phys_state link_layer`` text of every port."""
+    return firmware_select.port_lines(rdma) if lines else firmware_select.ports(rdma, state)
+
+
+class FilterModule:
+    """hpcnet.rdma filters of the playbooks' inputs."""
+
+    def filters(self):
+        return {"rdma_input_errors": rdma_input_errors, "rdma_device_errors": rdma_device_errors,
+                "rolling_reboot_input_errors": rolling_reboot_input_errors,
+                "rdma_ports": rdma_ports}

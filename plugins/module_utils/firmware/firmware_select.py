@@ -1,0 +1,221 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2025, hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which ConnectX card gets which firmware parameters: the firmware role's ``firmware_mlxconfig`` entries matched
+against RDMA facts, and the reboot reasons reported from the mlxconfig module's results.
+
+A card is the set of PCI functions of one PCI domain:bus:device; its non-volatile configuration is shared by all
+its functions (function N-1 drives port N, the ``_P<N>`` parameters). Pure Python, used by the filter plugin.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import re
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware.mlxconfig import check_params, normalize, split_value
+
+__metaclass__ = type
+
+_PCI_RE = re.compile(r"^(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?$")
+_PORT_SUFFIX = re.compile(r"_P(\d+)(\[\d+\])?$")
+
+
+class SelectError(Exception):
+    pass
+
+
+def cards(devices):
+    """RDMA devices (``ansible_facts.rdma.devices``) grouped per card, in PCI order: ``[{pci, devices: [names in
+    function order], functions: {pci: name}, board_id}]``. Devices without a PCI address (rxe, siw) have no card."""
+    by_card = {}
+    for name, dev in sorted((devices or {}).items()):
+        pci = canonical_pci((dev or {}).get("pci_address") if isinstance(dev, dict) else None)
+        if not pci:
+            continue
+        by_card.setdefault(pci.rsplit(".", 1)[0], []).append((pci, name, dev))
+    out = []
+    for key in sorted(by_card):
+        fns = sorted(by_card[key])
+        out.append({"pci": fns[0][0], "devices": [name for _pci, name, _dev in fns],
+                    "functions": dict((pci, name) for pci, name, _dev in fns), "board_id": fns[0][2].get("board_id")})
+    return out
+
+
+def canonical_pci(pci):
+    """A PCI function address as the tools print it (``0000:0c:00.0``: domain added, lower case), or None for
+    anything else (no function, not a PCI address)."""
+    match = _PCI_RE.match(pci.strip()) if isinstance(pci, str) else None
+    if not match or match.group(4) is None:
+        return None
+    return "%s:%s:%s.%s" % ((match.group(1) or "0000").lower(), match.group(2).lower(), match.group(3).lower(),
+                            match.group(4))
+
+
+def _part_number(info):
+    """The part number of a card from the tool's ``Name:`` line (MCX755106AS-HEAT_Ax -> MCX755106AS-HEAT)."""
+    name = ((info or {}).get("name") or "").strip()
+    return re.sub(r"_A[A-Za-z0-9]*$", "", name) if name and name != "N/A" else None
+
+
+def _pci_matches(selector, pci):
+    match = _PCI_RE.match(selector)
+    want_domain = (match.group(1) or "0000").lower()
+    domain, bus, rest = pci.lower().split(":")
+    slot, function = rest.split(".")
+    if (want_domain, match.group(2).lower(), match.group(3).lower()) != (domain, bus, slot):
+        return False
+    return match.group(4) is None or match.group(4) == function
+
+
+def selector_matches(selector, card, info=None):
+    """True when one selector string picks ``card``: ``all``, a PCI address (a function or, without ``.F``, the
+    card), an RDMA device name, a part number (case-insensitive, with or without the ``_Ax`` suffix) or a PSID
+    (``board_id``)."""
+    text = str(selector).strip()
+    if text.lower() == "all":
+        return True
+    if _PCI_RE.match(text):
+        return any(_pci_matches(text, pci) for pci in card["functions"])
+    if text in card["devices"]:
+        return True
+    if card.get("board_id") and text.upper() == str(card["board_id"]).upper():
+        return True
+    part = _part_number(info)
+    return bool(part) and text.upper() in (part.upper(), ((info or {}).get("name") or "").upper())
+
+
+def selectors_of(entry):
+    """An entry's selectors as a list (a comma-separated string, as Ansible reads a list option, is split)."""
+    devices = entry.get("devices")
+    if isinstance(devices, str):
+        return [part.strip() for part in devices.split(",")]
+    return devices if isinstance(devices, list) else [devices]
+
+
+def check_entries(entries):
+    """Errors of ``firmware_mlxconfig`` itself (shape, selectors, parameter names and value types)."""
+    errors = []
+    if not isinstance(entries, list):
+        return ["firmware_mlxconfig must be a list of {devices, params}, got %s" % type(entries).__name__]
+    for index, entry in enumerate(entries):
+        where = "firmware_mlxconfig[%d]" % index
+        if not isinstance(entry, dict) or set(entry) != {"devices", "params"}:
+            errors.append("%s must be a map with keys devices and params, got %r" % (where, entry))
+            continue
+        selectors = selectors_of(entry)
+        if not selectors or any(not isinstance(sel, str) or not sel.strip() for sel in selectors):
+            errors.append("%s.devices must be all, or PCI addresses, RDMA device names, part numbers or PSIDs "
+                          "(strings), got %r" % (where, entry["devices"]))
+        errors.extend("%s.%s" % (where, error) for error in check_params(entry.get("params", {})))
+    return errors
+
+
+def targets(devices, entries, infos=None):
+    """Per card, the parameters every matching entry asks for (later entries win for the same parameter):
+    ``[{pci, devices, params, entries: [indexes]}]``, only cards with parameters. ``infos`` maps a card's PCI address
+    to the tool's device header (for part-number selectors)."""
+    errors = check_entries(entries)
+    if errors:
+        raise SelectError("; ".join(errors))
+    out = []
+    for card in cards(devices):
+        params, matched = {}, []
+        for index, entry in enumerate(entries):
+            selectors = selectors_of(entry)
+            if any(selector_matches(sel, card, (infos or {}).get(card["pci"])) for sel in selectors):
+                params.update(entry.get("params") or {})
+                matched.append(index)
+        if params:
+            out.append({"pci": card["pci"], "devices": card["devices"], "params": params, "entries": matched})
+    return out
+
+
+def unmatched_selectors(devices, entries, infos=None):
+    """``firmware_mlxconfig[i].devices: selector`` texts of selectors that pick no card on this host."""
+    out = []
+    for index, entry in enumerate(entries or []):
+        for selector in selectors_of(entry):
+            if not any(selector_matches(selector, card, (infos or {}).get(card["pci"])) for card in cards(devices)):
+                out.append("firmware_mlxconfig[%d].devices: %s" % (index, selector))
+    return out
+
+
+def missing_params(targets, reads):
+    """Parameters a selected card does not show (checked for every card before any is written, so that one card
+    without the parameter does not leave another one changed)."""
+    configs = dict((read.get("device"), read.get("config") or {}) for read in reads or [] if read.get("device"))
+    out = []
+    for target in targets or []:
+        config = configs.get(target["pci"])
+        if config is None:
+            continue
+        for name in sorted(target["params"]):
+            base = re.sub(r"\[\d+\]$", "", name)
+            if name not in config and not (base != name and base in config):
+                out.append("%s (%s) has no parameter %s" % (", ".join(target["devices"]), target["pci"], name))
+    return out
+
+
+def reboot_reasons(results, devices):
+    """``rdma_reboot_reasons`` from mlxconfig module results: ``[{device, pci, card, parameter, from, to}]``; device
+    and pci are the RDMA device and PCI function of the port a ``_P<N>`` parameter belongs to, else the card's first;
+    card is the card's PCI address (its function 0, which the tool was called with)."""
+    by_pci = dict((card["pci"], card) for card in cards(devices))
+    out = []
+    for result in results or []:
+        pci = result.get("device")
+        card = by_pci.get(pci) or {"devices": [], "functions": {}}
+        for name, value in sorted((result.get("pending") or {}).items()):
+            device, fn_pci = (card["devices"][0] if card["devices"] else pci), pci
+            port = _PORT_SUFFIX.search(name)
+            port_pci = "%s.%d" % (pci.rsplit(".", 1)[0], int(port.group(1)) - 1) if port else None
+            if port_pci in card["functions"]:
+                device, fn_pci = card["functions"][port_pci], port_pci
+            printed = value.get("printed") or {}
+            out.append({"device": device, "pci": fn_pci, "card": pci, "parameter": name,
+                        "from": printed.get("current", value.get("current")),
+                        "to": printed.get("next_boot", value.get("next_boot"))})
+    return out
+
+
+def after_reboot(before, results):
+    """Compare the reasons recorded before a reboot with fresh mlxconfig reads: ``{"current": ["mlx5_1 LINK_TYPE_P2
+    IB(1)", ...], "not_applied": ["mlx5_1 LINK_TYPE_P2 is ETH(2), expected IB(1) (next boot IB(1))", ...]}``."""
+    by_pci = dict((result.get("device"), result) for result in results or [] if result.get("device"))
+    current, not_applied = [], []
+    for reason in before or []:
+        if reason.get("kind") == "driver":  # the RDMA driver (ofed role) is checked by the ofed role, not mlxconfig
+            continue
+        result = by_pci.get(reason.get("card", reason["pci"]))
+        row = ((result or {}).get("config") or {}).get(reason["parameter"])
+        want = normalize(str(reason["to"]))
+        if row is None:
+            not_applied.append("%s %s was not read back" % (reason["device"], reason["parameter"]))
+            continue
+        symbol = split_value(str(reason["to"]))[0]
+        shown = "%s(%s)" % (symbol, row["current"]) if symbol and row["current"] == want else str(row["current"])
+        if row["current"] == want:
+            current.append("%s %s %s" % (reason["device"], reason["parameter"], shown))
+        else:
+            not_applied.append("%s %s is %s, expected %s (next boot %s)" % (
+                reason["device"], reason["parameter"], row["current"], reason["to"], row["next_boot"]))
+    return {"current": current, "not_applied": not_applied}
+
+
+def ports(rdma, state=None):
+    """``dev:port`` of every port (or of those in ``state``, e.g. ACTIVE) of ``ansible_facts.rdma``, sorted."""
+    out = []
+    for name, dev in sorted(((rdma or {}).get("devices") or {}).items()):
+        for num, port in sorted((dev.get("ports") or {}).items(), key=lambda item: int(item[0])):
+            if state is None or port.get("state") == state:
+                out.append("%s:%s" % (name, num))
+    return out
+
+
+def port_lines(rdma):
+    """``dev:port STATE link_layer`` per port, for messages."""
+    out = []
+    for name, dev in sorted(((rdma or {}).get("devices") or {}).items()):
+        for num, port in sorted((dev.get("ports") or {}).items(), key=lambda item: int(item[0])):
+            out.append("%s:%s %s/%s %s" % (name, num, port.get("state"), port.get("phys_state"), port.get("link_layer")))
+    return out

@@ -1,0 +1,121 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Input rules of the shipped playbooks themselves (pure Python, no Ansible imports): the collection-wide
+``rdma_*`` variables and the rolling reboot's ``rolling_reboot_*``. Each message names the variable the user set and
+what it takes; the roles' inputs have their own functions (roce_profile, ofed_stack.input_errors, ...)."""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import re
+
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import GDR_MODES
+
+__metaclass__ = type
+
+BATCH = re.compile(r"^([1-9][0-9]*|([1-9][0-9]?|100)%)$")
+PERCENT = re.compile(r"^([0-9]|[1-9][0-9]|100)$")
+SECONDS = re.compile(r"^[1-9][0-9]*$")
+# the rolling reboot's defaults (playbooks/rolling_reboot.yml uses the same)
+ROLLING_REBOOT_DEFAULTS = {"rolling_reboot_batches": [1, "10%"], "rolling_reboot_max_fail_percentage": 0,
+                           "rolling_reboot_timeout": 900, "rolling_reboot_port_timeout": 300,
+                           "rolling_reboot_pre_tasks": [], "rolling_reboot_post_tasks": []}
+
+
+def _json(value):
+    return json.dumps(value, default=str)
+
+
+def is_boolean(value):
+    """True for what Ansible's own conversion (convert_bool.boolean) takes as a boolean."""
+    try:
+        boolean(value.strip() if isinstance(value, str) else value)
+    except TypeError:
+        return False
+    return True
+
+
+def _given(inputs, defaults):
+    """``inputs`` with the defaults for what is missing or None (a playbook passes an undefined variable as null)."""
+    return dict((name, default if inputs.get(name) is None else inputs[name]) for name, default in defaults.items())
+
+
+def collection_errors(inputs):
+    """Problems with the collection-wide variables of site.yml among ``inputs`` (missing or None: not checked):
+    ``rdma_require_devices``, ``rdma_allow_reboot`` (booleans), ``rdma_gdr`` (true, false, auto) and
+    ``rdma_sysfs_root`` (an absolute path)."""
+    inputs = dict((name, value) for name, value in inputs.items() if value is not None)
+    errors = []
+    if "rdma_require_devices" in inputs and not is_boolean(inputs["rdma_require_devices"]):
+        errors.append("rdma_require_devices must be true or false (true fails a host without an RDMA device; false "
+                      "configures it for NCCL over sockets); got %s." % _json(inputs["rdma_require_devices"]))
+    if "rdma_allow_reboot" in inputs and not is_boolean(inputs["rdma_allow_reboot"]):
+        errors.append("rdma_allow_reboot must be true or false (consent to reboot hosts whose firmware changes are "
+                      "pending); got %s." % _json(inputs["rdma_allow_reboot"]))
+    if "rdma_gdr" in inputs and str(inputs["rdma_gdr"]).strip().lower() not in GDR_MODES:
+        errors.append("rdma_gdr must be true, false or auto (GPUDirect RDMA: load nvidia_peermem; auto where the NVIDIA "
+                      "GPU driver is); got %s." % _json(inputs["rdma_gdr"]))
+    root = inputs.get("rdma_sysfs_root", "/")
+    if not (isinstance(root, str) and root.startswith("/")):
+        errors.append("rdma_sysfs_root must be an absolute path (/sys on a real host); got %s." % _json(inputs["rdma_sysfs_root"]))
+    return errors
+
+
+def device_errors(read, inputs, host):
+    """Problems with the RDMA devices site.yml found on ``host``: ``read`` is the registered result of its
+    ``rdma_facts`` read (run before the inputs are checked, so that one assert reports both). No message when
+    ``rdma_sysfs_root`` itself is refused (collection_errors names it) or ``rdma_require_devices`` is false."""
+    inputs = dict((name, value) for name, value in (inputs or {}).items() if value is not None)
+    root = inputs.get("rdma_sysfs_root", "/sys")
+    if not (isinstance(root, str) and root.startswith("/")):
+        return []
+    read = read or {}
+    if read.get("failed"):
+        return ["Reading the RDMA devices under %s on %s failed: %s" % (root, host, read.get("msg", "no message"))]
+    require = inputs.get("rdma_require_devices", True)
+    if not is_boolean(require) or not boolean(require.strip() if isinstance(require, str) else require):
+        return []
+    if ((read.get("ansible_facts") or {}).get("rdma") or {}).get("devices"):
+        return []
+    return ["No RDMA device under %s/class/infiniband on %s. Check that the HCA is seated and its driver (mlx5_ib) is "
+            "loaded, or set rdma_require_devices=false to configure this host for NCCL over sockets." % (root, host)]
+
+
+def _flatten(value):
+    if isinstance(value, (list, tuple)):
+        return [item for part in value for item in _flatten(part)]
+    return [value]
+
+
+def rolling_reboot_errors(inputs, is_file=os.path.isfile):
+    """Problems with the rolling reboot's inputs (``rolling_reboot_*``, defaults as the playbook's); the hooks must be
+    absolute paths of task files that exist on the controller (``is_file``)."""
+    inputs = _given(inputs, ROLLING_REBOOT_DEFAULTS)
+    errors = []
+    batches = inputs["rolling_reboot_batches"]
+    batch_list = list(batches) if isinstance(batches, (list, tuple)) else [batches]
+    if not batch_list or any(not BATCH.match(str(b)) for b in batch_list):
+        errors.append('rolling_reboot_batches takes host counts (1 or more) and shares ("1%" to "100%"), one or a list, '
+                      'as serial does (default [1, "10%"], a canary then 10% at a time); got ' + _json(batches) + '.')
+    fail = inputs["rolling_reboot_max_fail_percentage"]
+    if not PERCENT.match(str(fail)):
+        errors.append("rolling_reboot_max_fail_percentage must be an integer 0-100 (0: any failure stops the rollout); "
+                      "got %s." % _json(fail))
+    for name in ("rolling_reboot_timeout", "rolling_reboot_port_timeout"):
+        value = inputs[name]
+        if not SECONDS.match(str(value)):
+            errors.append("%s must be a number of seconds, 1 or more; got %s." % (name, _json(value)))
+    # an empty value (a survey left blank) is no hook, as the rolling reboot takes it
+    hooks = [h for name in ("rolling_reboot_pre_tasks", "rolling_reboot_post_tasks")
+             for h in _flatten([] if inputs[name] == "" else inputs[name])]
+    bad = ([h for h in hooks if not isinstance(h, str)]
+           + [h for h in hooks if isinstance(h, str) and not os.path.isabs(h)]
+           + [h for h in hooks if isinstance(h, str) and os.path.isabs(h) and not is_file(h)])
+    if bad:
+        errors.append("rolling_reboot_pre_tasks and rolling_reboot_post_tasks take absolute paths of task files on the "
+                      "controller; not absolute or not found: %s." % _json(bad))
+    return errors

@@ -1,0 +1,208 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the verify playbook expects of one host, from its RDMA facts and its group, and its NCCL configuration.
+
+- ``input_errors``: the verify role's inputs that the argument spec cannot check (ranges, the perftest pairs), one
+  message per problem, each naming the variable (the role's one validation path).
+- ``host_plan``: the group's link layer, the HCAs the group expects in rail order (rail i = the i-th HCA in natural
+  order: mlx5_2 before mlx5_10), the port, GID index (RoCE v2 IPv4 entry) and ToS of each rail, and whether
+  GPUDirect RDMA is expected.
+- ``nccl_conf``: ``/etc/nccl.conf`` text -> ``{NAME: value}`` as NCCL reads it (``NAME=VALUE`` lines, ``#`` comments).
+- ``nccl_conf_findings``: what in that file cannot work on this host (an NCCL_IB_HCA port that is not ACTIVE or not
+  there, an NCCL_IB_GID_INDEX that is not the port's RoCE v2 IPv4 GID), each with its cause and fix.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import GDR_MODES
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.perftest_rounds import pair_errors
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
+
+GROUP_LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
+
+
+def _number(value, kind):
+    """``value`` as ``kind`` (int or float), as Jinja's int / float filters read it; None when it is no number."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = kind(value)
+    except (TypeError, ValueError, OverflowError):
+        try:
+            number = kind(float(value))
+        except (TypeError, ValueError, OverflowError):
+            return None
+    # nan and inf are no thresholds (every comparison with nan is false)
+    return number if kind is int or math.isfinite(number) else None
+
+
+def input_errors(inputs, hosts):
+    """Problems with the verify role's ``verify_*`` inputs beyond their types (ranges, pairs), for the run's
+    ``hosts`` (the play's, in inventory order)."""
+    get = inputs.get
+    errors = []
+    pct = _number(get("verify_min_bw_pct"), float)
+    if pct is None or not 0 < pct <= 100:
+        errors.append("verify_min_bw_pct must be a percentage of line rate, more than 0 and at most 100; got %s."
+                      % (get("verify_min_bw_pct"),))
+    port = _number(get("verify_perftest_port"), int)
+    if port is None or not 1024 <= port <= 65535:
+        errors.append("verify_perftest_port must be a TCP port 1024-65535 (perftest takes -p); got %s." % (get("verify_perftest_port"),))
+    timeouts = [_number(get(name), int) for name in ("verify_perftest_timeout", "verify_nccl_timeout")]
+    if any(t is None or t <= 0 for t in timeouts):
+        errors.append("verify_perftest_timeout and verify_nccl_timeout must be seconds, more than 0; got %s and %s."
+                      % (get("verify_perftest_timeout"), get("verify_nccl_timeout")))
+    size, iterations = _number(get("verify_perftest_size"), int), _number(get("verify_perftest_iterations"), int)
+    if size is None or size <= 0 or iterations is None or iterations < 5:
+        errors.append("verify_perftest_size must be more than 0 bytes and verify_perftest_iterations at least 5 "
+                      "(perftest's minimum); got %s and %s." % (get("verify_perftest_size"), get("verify_perftest_iterations")))
+    ranks = _number(get("verify_nccl_ranks_per_host"), int)
+    if ranks is None or ranks < 1:
+        errors.append("verify_nccl_ranks_per_host must be at least 1; got %s." % (get("verify_nccl_ranks_per_host"),))
+    busbw = get("verify_min_busbw_gbps")
+    if busbw is not None and (_number(busbw, float) or 0) <= 0:  # None, 0, negative, nan, inf
+        errors.append("verify_min_busbw_gbps must be more than 0 GB/s, or unset; got %s." % (busbw,))
+    if get("verify_perftest_pattern") == "pairs":
+        errors += pair_errors(list(hosts), get("verify_perftest_pairs"))
+    return errors
+
+
+def _first_port(device):
+    ports = device.get("ports") or {}
+    if not ports:
+        return None, {}
+    number = sorted(ports, key=int)[0]
+    return int(number), ports[number]
+
+
+def host_plan(rdma, group, hcas=None, gdr_mode="auto", gpu_driver=False):
+    """One host's expectations. Raises ValueError naming the field on a bad group, HCA list or GDR mode."""
+    if group not in GROUP_LINK_LAYER:
+        raise ValueError("the host must be in the infiniband or the roce group; got %r" % (group,))
+    mode = str(gdr_mode).lower()
+    if mode not in GDR_MODES:
+        raise ValueError("verify_expect_gdr must be true, false or auto; got %r" % (gdr_mode,))
+    link_layer = GROUP_LINK_LAYER[group]
+    devices = (rdma or {}).get("devices") or {}
+    if hcas:
+        if not isinstance(hcas, (list, tuple)) or not all(isinstance(h, str) for h in hcas):
+            raise ValueError("verify_hcas must be a list of RDMA device names (mlx5_0, ...); got %r" % (hcas,))
+        names = list(hcas)
+    else:
+        names = sorted((d for d in devices if _first_port(devices[d])[1].get("link_layer") == link_layer),
+                       key=natural_key)
+    rails = []
+    for rail, name in enumerate(names):
+        number, port = _first_port(devices.get(name) or {})
+        rdma_cm = port.get("rdma_cm") or {}
+        rails.append({
+            "rail": rail,
+            "hca": name,
+            "port": number or 1,
+            "present": name in devices,
+            "link_layer": port.get("link_layer"),
+            "state": port.get("state"),
+            "rate_gbps": port.get("rate_gbps"),
+            "gid_index": port.get("roce_v2_ipv4_gid_index") if link_layer == "Ethernet" else None,
+            "tclass": rdma_cm.get("default_roce_tos") if link_layer == "Ethernet" else None,
+            "netdev": port.get("netdev"),
+        })
+    return {
+        "group": group,
+        "link_layer": link_layer,
+        "rails": rails,
+        "hcas": names,
+        "gdr_expected": mode == "true" or (mode == "auto" and bool(gpu_driver)),
+    }
+
+
+def nccl_conf(text):
+    """``/etc/nccl.conf`` -> ``{NAME: value}``: one ``NAME=VALUE`` per line, ``#`` starts a comment, last one wins."""
+    settings = {}
+    for line in (text or "").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "=" not in line:
+            continue
+        name, value = line.split("=", 1)
+        if name.strip():
+            settings[name.strip()] = value.strip()
+    return settings
+
+
+def _hca_entries(value):
+    """NCCL_IB_HCA -> (exclude, exact, [(hca, port or None)]), NCCL's grammar: ``^`` excludes, ``=`` exact names."""
+    value = (value or "").strip()
+    exclude = value.startswith("^")
+    value = value.lstrip("^")
+    exact = value.startswith("=")
+    value = value.lstrip("=")
+    entries = []
+    for item in value.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, port = item.partition(":")[0::2]
+        entries.append((name, int(port) if port.isdigit() else None))
+    return exclude, exact, entries
+
+
+def nccl_conf_findings(host, settings, rdma, path="/etc/nccl.conf"):
+    """Findings ``{host, severity, check, device, port, expected, found, cause, fix}`` for what cannot work."""
+    findings = []
+    devices = (rdma or {}).get("devices") or {}
+    exclude, entries = _hca_entries(settings.get("NCCL_IB_HCA"))[0::2]
+    listed = []
+    if not exclude:
+        for name, number in entries:
+            ports = (devices.get(name) or {}).get("ports") or {}
+            chosen = [str(number)] if number else (sorted(ports, key=int) or ["1"])
+            for pnum in chosen:
+                port = ports.get(pnum)
+                listed.append((name, pnum, port))
+                if port is None:
+                    findings.append(_finding(
+                        host, "nccl_conf_hca", name, pnum, "an RDMA port of this host",
+                        "%s names %s:%s, which this host does not have" % (path, name, pnum),
+                        "NCCL_IB_HCA lists a device or port that does not exist here: NCCL skips it, and with no "
+                        "other usable port falls back to sockets",
+                        "write NCCL_IB_HCA from this host's facts (hpcnet.rdma.nccl: site.yml --tags nccl) or fix the "
+                        "device name"))
+                elif port.get("state") != "ACTIVE":
+                    findings.append(_finding(
+                        host, "nccl_conf_hca", name, pnum, "ACTIVE",
+                        "%s:%s is %s/%s" % (name, pnum, port.get("state"), port.get("phys_state")),
+                        "NCCL_IB_HCA in %s names a port that is not ACTIVE: NCCL cannot use it, and uses sockets when "
+                        "no listed port is up" % path,
+                        "bring the port up (cable, switch port, SM on InfiniBand) or leave it out of NCCL_IB_HCA "
+                        "(hpcnet.rdma.nccl writes only ACTIVE ports: run site.yml --tags nccl)"))
+    gid = settings.get("NCCL_IB_GID_INDEX")
+    if gid is not None and gid.strip().lstrip("-").isdigit():
+        index = int(gid)
+        for name, pnum, port in listed or [(d, n, p) for d in sorted(devices, key=natural_key)
+                                           for n, p in sorted(((devices[d].get("ports") or {}).items()))]:
+            if not port or port.get("link_layer") != "Ethernet":
+                continue
+            want = port.get("roce_v2_ipv4_gid_index")
+            if want is not None and index != want:
+                entry = next((g for g in port.get("gids") or [] if g.get("index") == index), None)
+                found = ("GID index %d: %s (%s)" % (index, entry.get("gid"), entry.get("type")) if entry
+                         else "GID index %d: an empty entry" % index)
+                findings.append(_finding(
+                    host, "nccl_conf_gid_index", name, pnum, "NCCL_IB_GID_INDEX=%d (RoCE v2, IPv4)" % want, found,
+                    "NCCL_IB_GID_INDEX in %s is not the port's RoCE v2 IPv4 GID: RoCE v1, link-local or empty "
+                    "entries cannot be routed between hosts, so the queue pairs fail to connect" % path,
+                    "set NCCL_IB_GID_INDEX=%d (hpcnet.rdma.nccl writes it from facts: site.yml --tags nccl), or "
+                    "remove it (NCCL 2.21+ picks RoCE v2 IPv4 itself)" % want))
+                break
+    return findings
+
+
+def _finding(host, check, device, port, expected, found, cause, fix):
+    return {"host": host, "severity": "error", "check": check, "device": device,
+            "port": int(port) if str(port).isdigit() else port, "expected": expected, "found": found,
+            "cause": cause, "fix": fix}
