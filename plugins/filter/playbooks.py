@@ -6,8 +6,8 @@ variables, the devices a host needs, the rolling reboot's) and the ports the rol
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware import firmware_select
 from ansible_collections.hpcnet.rdma.plugins.module_utils.play import play_inputs
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import facts as rdma_facts
 
 __metaclass__ = type
 
@@ -31,7 +31,7 @@ def rolling_reboot_input_errors(inputs):
 def rdma_ports(rdma, state=None, lines=False):
     """``ansible_facts.rdma`` -> sorted ``dev:port`` (only those in ``state`` when given), or with ``lines`` the
     ``dev:port STATE/phys_state link_layer`` text of every port."""
-    return firmware_select.port_lines(rdma) if lines else firmware_select.ports(rdma, state)
+    return rdma_facts.port_lines(rdma) if lines else rdma_facts.ports(rdma, state)
 
 
 class FilterModule:

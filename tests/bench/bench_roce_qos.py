@@ -41,11 +41,12 @@ def _cpu():
 
 class CountingRunner(SubprocessRunner):
     def __init__(self):
+        super().__init__()
         self.calls = 0
 
-    def run(self, argv):
+    def run(self, argv, changes=False, timeout=None):
         self.calls += 1
-        return super().run(argv)
+        return super().run(argv, changes=changes) if timeout is None else super().run(argv, changes, timeout)
 
 
 def main():

@@ -200,22 +200,3 @@ def after_reboot(before, results):
             not_applied.append("%s %s is %s, expected %s (next boot %s)" % (
                 reason["device"], reason["parameter"], row["current"], reason["to"], row["next_boot"]))
     return {"current": current, "not_applied": not_applied}
-
-
-def ports(rdma, state=None):
-    """``dev:port`` of every port (or of those in ``state``, e.g. ACTIVE) of ``ansible_facts.rdma``, sorted."""
-    out = []
-    for name, dev in sorted(((rdma or {}).get("devices") or {}).items()):
-        for num, port in sorted((dev.get("ports") or {}).items(), key=lambda item: int(item[0])):
-            if state is None or port.get("state") == state:
-                out.append("%s:%s" % (name, num))
-    return out
-
-
-def port_lines(rdma):
-    """``dev:port STATE link_layer`` per port, for messages."""
-    out = []
-    for name, dev in sorted(((rdma or {}).get("devices") or {}).items()):
-        for num, port in sorted((dev.get("ports") or {}).items(), key=lambda item: int(item[0])):
-            out.append("%s:%s %s/%s %s" % (name, num, port.get("state"), port.get("phys_state"), port.get("link_layer")))
-    return out

@@ -370,10 +370,10 @@ class Device:
         raise MlxconfigError("%s is not installed (%s)" % (
             tool, "NVIDIA MFT" if tool == "mlxconfig" else "package mstflint"))
 
-    def _run(self, args, what):
+    def _run(self, args, what, changes=False):
         self.applied = getattr(self, "applied", [])
         argv = [self.tool, "-d", self.pci] + args
-        rc, out, err = self.runner.run(argv)
+        rc, out, err = self.runner.run(argv, changes=changes)
         errors = parse_errors(out + "\n" + err)
         if rc != 0 or errors:
             detail = "; ".join(errors) if errors else ((err or out).strip().splitlines() or ["no output"])[-1]
@@ -401,11 +401,11 @@ class Device:
         """Run the plan: ``reset`` first, then one ``set`` with every parameter."""
         self.applied = []
         if steps["reset"]:
-            self._run(["-y", "reset"], "reset")
+            self._run(["-y", "reset"], "reset", changes=True)
             self.applied.append("reset")
         if steps["set"]:
             pairs = ["%s=%s" % item for item in sorted(steps["set"].items())]
-            out = self._run(["-y", "set"] + pairs, "set " + " ".join(pairs))
+            out = self._run(["-y", "set"] + pairs, "set " + " ".join(pairs), changes=True)
             result = parse_set(out)
             if not result["applied"]:
                 raise MlxconfigError("%s -d %s set did not report 'Applying... Done!'" % (self.tool_name, self.pci))

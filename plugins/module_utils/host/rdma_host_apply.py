@@ -184,7 +184,7 @@ class HostSettings:
 
     def _load(self, name):
         self.commands.append("modprobe %s" % name)
-        rc, out, err = self.runner.run([self._modprobe(), name])
+        rc, out, err = self.runner.run([self._modprobe(), name], changes=True)
         if rc != 0:
             msg = "modprobe %s failed (exit %d): %s" % (name, rc, (err or out).strip())
             if name == self.p["peermem_module"]:

@@ -20,6 +20,7 @@ import re
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import ib_partitions as ibp
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import ib_partitions_render as ibr
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
 
 __metaclass__ = type
 
@@ -55,10 +56,8 @@ def enhanced_ipoib_netdevs(addresses):
 
 def _sorted_ports(rdma):
     """``[(device, port_number, facts)]`` in device then port order (mlx5_2 before mlx5_10)."""
-    def key(name):
-        return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
     out = []
-    for dev in sorted(((rdma or {}).get("devices") or {}), key=key):
+    for dev in sorted(((rdma or {}).get("devices") or {}), key=natural_key):
         ports = rdma["devices"][dev].get("ports") or {}
         for num in sorted(ports, key=int):
             out.append((dev, int(num), ports[num]))

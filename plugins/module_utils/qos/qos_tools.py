@@ -2,8 +2,9 @@
 # Copyright: (c) 2025, hpcnet.rdma contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The RoCE QoS vocabulary (priorities, DSCP <-> priority and ToS, the ECN parameter files, the RoCE modes) and
-the parsers of the QoS reports other than dcb's: mlnx_qos, ethtool -a / -S, MLNX_OFED traffic_class, RDMA-CM
-configfs defaults, the mlnx-tools cma_roce_mode / cma_roce_tos scripts and the sysfs ecn files.
+the parsers of the QoS reports other than dcb's: mlnx_qos, ethtool -a / -S, RDMA-CM configfs defaults, the
+mlnx-tools cma_roce_mode / cma_roce_tos scripts and the sysfs ecn files. MLNX_OFED's traffic_class file is sysfs:
+``parse_traffic_class`` here is the sysfs reader's ``parse_traffic_class_file``.
 
 Pure Python (no Ansible imports): each function takes the tool's text and returns plain dicts/lists.
 They follow the tools' grammar (mlnx-tools ``mlnx_qos``/``dcbnetlink.py``, ethtool ``netlink/pause.c``, the mlx5

@@ -407,7 +407,7 @@ class Port:
         applied = []
         for step in steps:
             if "argv" in step:
-                rc, out, err = self.runner.run(step["argv"])
+                rc, out, err = self.runner.run(step["argv"], changes=True)
                 if rc != 0:
                     raise QosApplyError("%s failed (exit %d): %s" % (" ".join(step["argv"]), rc, _tool_message(out, err)), applied)
             else:

@@ -5,9 +5,10 @@
 everywhere), a timeout that kills the program's whole process group, and check mode respected.
 
 * :class:`ModuleRunner` is what a module hands the pure code of the other packages: ``which(name)``,
-  ``run(argv, changes=False, timeout=None) -> (rc, out, err)`` and ``popen(argv, ...)`` over its AnsibleModule. A
-  command that ``changes`` the host is not run in check mode (it is recorded in ``skipped``).
-* :class:`SubprocessRunner` is the same interface without Ansible (benchmarks, ad-hoc use, the filters' helpers).
+  ``run(argv, changes=False, timeout=TOOL_TIMEOUT) -> (rc, out, err)`` and ``popen(argv, ...)``. A command that
+  ``changes`` the host is not run in check mode (it is recorded in ``skipped``); every run has a timeout (a tool that
+  hangs on a broken device is killed, with its process group, and its ``err`` says so).
+* :class:`SubprocessRunner` is the same interface without Ansible (benchmarks, tests, ad-hoc use).
 * :func:`run_process` (a bounded run with merged output) and :func:`popen` (a started program whose output the caller
   reads as it comes: perftest, nccl-tests, the NCCL log scanner's grep) are what both runners use.
 """
@@ -22,6 +23,9 @@ import subprocess
 __metaclass__ = type
 
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+# seconds a host tool may take (mlxconfig on a large card, dcb, ethtool, modprobe, dkms status): far above what a
+# healthy one needs, short enough that a hung one does not hold the play
+TOOL_TIMEOUT = 600
 # for the streams of popen (a caller that wires pipes needs no subprocess import of its own)
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
@@ -55,25 +59,31 @@ def kill_group(proc):
             pass
 
 
-def run_process(argv, timeout=None, env=None, cwd=None, unset=()):
-    """Run ``argv`` to its end, stdout and stderr merged, its process group killed after ``timeout`` seconds.
+def run_process(argv, timeout=None, env=None, cwd=None, unset=(), merge=True):
+    """Run ``argv`` to its end, its process group killed after ``timeout`` seconds; stdout and stderr merged in
+    ``output`` (or, with ``merge`` false, stderr apart in ``error_output``).
 
-    Returns ``{rc, output, timed_out, error}``; ``error`` is set (and ``rc`` 127) when the program could not start.
+    Returns ``{rc, output, error_output, timed_out, error}``; ``error`` is set (and ``rc`` 127) when the program could
+    not start.
     """
-    res = {"rc": None, "output": "", "timed_out": False, "error": None}
+    res = {"rc": None, "output": "", "error_output": "", "timed_out": False, "error": None}
     try:
-        proc = popen(argv, env=env, cwd=cwd, unset=unset)
+        proc = popen(argv, env=env, cwd=cwd, unset=unset, stderr=STDOUT if merge else PIPE)
     except (OSError, ValueError) as exc:
         res.update(error="cannot run %s: %s" % (argv[0], exc), rc=127)
         return res
     try:
-        out, _err = proc.communicate(timeout=timeout)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         res["timed_out"] = True
         kill_group(proc)
-        out, _err = proc.communicate()
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:     # a grandchild of its own session still holds the pipes
+            out, err = b"", b""
     res["rc"] = proc.returncode
     res["output"] = (out or b"").decode("utf-8", "replace")
+    res["error_output"] = (err or b"").decode("utf-8", "replace")
     return res
 
 
@@ -94,12 +104,14 @@ class _Runner:
         return popen(argv, env=env, cwd=cwd, **streams)
 
     def _run_bounded(self, argv, timeout):
-        done = run_process(argv, timeout=timeout)
+        """``(rc, out, err)``; a program killed at its timeout has its signal's rc (-9) and says so in ``err``."""
+        done = run_process(argv, timeout=timeout, merge=False)
         if done["error"]:
             return 127, "", done["error"]
+        err = done["error_output"]
         if done["timed_out"]:
-            return 124, done["output"], "%s: killed after %s s" % (argv[0], timeout)
-        return done["rc"], done["output"], ""
+            err = "%s%s: killed after %s s" % (err + "\n" if err else "", argv[0], timeout)
+        return done["rc"], done["output"], err
 
 
 class ModuleRunner(_Runner):
@@ -113,14 +125,12 @@ class ModuleRunner(_Runner):
     def which(self, name):
         return self.module.get_bin_path(name, required=False)
 
-    def run(self, argv, changes=False, timeout=None):
-        """``(rc, out, err)``. A run with a ``timeout`` returns stdout and stderr merged in ``out`` (rc 124 when it
-        was killed)."""
+    def run(self, argv, changes=False, timeout=TOOL_TIMEOUT):
+        """``(rc, out, err)`` of ``argv``, killed after ``timeout`` seconds; not run in check mode when it
+        ``changes`` the host."""
         if self._skip(argv, changes):
             return 0, "", ""
-        if timeout:
-            return self._run_bounded(argv, timeout)
-        return self.module.run_command([str(a) for a in argv], environ_update=dict(C_LOCALE), check_rc=False)
+        return self._run_bounded(argv, timeout)
 
 
 class SubprocessRunner(_Runner):
@@ -133,10 +143,7 @@ class SubprocessRunner(_Runner):
     def which(self, name):
         return shutil.which(name)
 
-    def run(self, argv, changes=False, timeout=None):
+    def run(self, argv, changes=False, timeout=TOOL_TIMEOUT):
         if self._skip(argv, changes):
             return 0, "", ""
-        if timeout:
-            return self._run_bounded(argv, timeout)
-        proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=c_env(), check=False)
-        return proc.returncode, proc.stdout, proc.stderr
+        return self._run_bounded(argv, timeout)

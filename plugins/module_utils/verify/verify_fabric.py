@@ -29,8 +29,8 @@ from collections import Counter
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband.infiniband import parse_sminfo
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.facts import GROUP_LINK_LAYER
 
-GROUP_LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
 WIDTHS = ("1X", "2X", "4X", "8X", "12X")
 SEVERITIES = ("error", "warning")
 STATUSES = ("pass", "fail", "skip")

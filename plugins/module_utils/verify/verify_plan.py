@@ -22,8 +22,7 @@ import math
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import GDR_MODES
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.perftest_rounds import pair_errors
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
-
-GROUP_LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.facts import GROUP_LINK_LAYER
 
 
 def _number(value, kind):

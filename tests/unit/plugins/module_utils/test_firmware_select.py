@@ -7,6 +7,7 @@ import pytest
 from ansible_collections.hpcnet.rdma.plugins.filter import firmware as filters
 from ansible_collections.hpcnet.rdma.plugins.filter import roce as roce_filters
 from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware import firmware_select as fs
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import facts as rdma_facts
 
 DEVICES = {
     "mlx5_0": {"pci_address": "0000:0c:00.0", "board_id": "MT_0000000970", "ports": {"1": {"state": "ACTIVE"}}},
@@ -100,8 +101,8 @@ def test_after_reboot_leaves_the_driver_to_the_ofed_role():
 
 def test_ports():
     rdma = {"devices": DEVICES}
-    assert fs.ports(rdma, "ACTIVE") == ["mlx5_0:1", "mlx5_1:1", "rxe0:1"]
-    assert fs.ports(rdma) == ["mlx5_0:1", "mlx5_1:1", "mlx5_2:1", "rxe0:1"]
+    assert rdma_facts.ports(rdma, "ACTIVE") == ["mlx5_0:1", "mlx5_1:1", "rxe0:1"]
+    assert rdma_facts.ports(rdma) == ["mlx5_0:1", "mlx5_1:1", "mlx5_2:1", "rxe0:1"]
 
 
 def test_roce_handoff_uses_the_card_port():

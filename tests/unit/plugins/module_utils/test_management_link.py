@@ -48,7 +48,7 @@ class FakeRunner:
     def which(self, name):
         return "/usr/sbin/ip" if name == "ip" and self.links is not None else None
 
-    def run(self, argv):
+    def run(self, argv, changes=False, timeout=None):
         self.calls.append(argv)
         data = [{"ifindex": index, "ifname": name,
                  "addr_info": [{"family": "inet6" if ":" in a else "inet", "local": a, "prefixlen": 24} for a in addrs]}

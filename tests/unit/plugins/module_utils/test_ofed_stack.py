@@ -295,7 +295,7 @@ class _DpkgQuery:
     def which(self, name):
         return "/usr/bin/dpkg-query" if name == "dpkg-query" else None
 
-    def run(self, argv):
+    def run(self, argv, changes=False, timeout=None):
         name = argv[-1]
         if name in self.STATUS:
             return 0, self.STATUS[name], ""

@@ -227,7 +227,7 @@ class CaptureRunner:
     def which(self, name):
         return "/usr/sbin/" + name
 
-    def run(self, argv):
+    def run(self, argv, changes=False, timeout=None):
         self.calls.append(argv)
         return self.rc, self.text, self.err
 

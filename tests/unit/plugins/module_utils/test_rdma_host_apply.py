@@ -42,7 +42,7 @@ class Runner:
     def which(self, name):
         return "/sbin/" + name
 
-    def run(self, argv):
+    def run(self, argv, changes=False, timeout=None):
         self.argv.append(argv)
         name = argv[-1]
         if argv[0].endswith("modprobe"):
@@ -158,7 +158,7 @@ def test_peermem_that_modprobe_loads_but_the_kernel_does_not_show_fails_before_i
     (tmp_path / "sys" / "module" / "nvidia").mkdir(parents=True)
 
     class Vanishes(Runner):
-        def run(self, argv):
+        def run(self, argv, changes=False, timeout=None):
             if argv[-1] == "nvidia_peermem" and argv[1] != "-n":
                 self.argv.append(argv)
                 return 0, "", ""

@@ -65,7 +65,7 @@ class FakeRunner:
     def which(self, name):
         return "/usr/bin/" + name if self.tools.get(name) is not None else None
 
-    def run(self, argv):
+    def run(self, argv, changes=False, timeout=None):
         assert isinstance(argv, list), "commands must be argv lists"
         self.calls.append(argv)
         rc, out = self.tools[argv[0].rsplit("/", 1)[1]]

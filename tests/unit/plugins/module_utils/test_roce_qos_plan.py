@@ -30,7 +30,7 @@ class FakeRunner:
     def which(self, name):
         return "/usr/sbin/" + name if name in self.tools else None
 
-    def run(self, argv):
+    def run(self, argv, changes=False, timeout=None):
         self.calls.append(argv)
         key = tuple(argv[1:])
         for prefix, answer in sorted(self.answers.items(), key=lambda item: -len(item[0])):

@@ -10,6 +10,8 @@ import pytest
 
 import module_docs  # tests/tools, on sys.path via tests/unit/conftest.py
 from ansible.module_utils import basic
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner import tool_runner
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpcnet.rdma.plugins.modules import rdma_facts
@@ -43,20 +45,20 @@ def patch_exits(monkeypatch):
 
 @pytest.fixture(name="commands", autouse=True)
 def fixture_commands(monkeypatch):
-    """Fake PATH and run_command: ``commands["tools"]`` maps tool -> (rc, out); ``commands["calls"]`` records calls."""
+    """Fake PATH and tool runs: ``commands["tools"]`` maps tool -> (rc, out); ``commands["calls"]`` records calls."""
     state = {"tools": {}, "calls": []}
 
     def get_bin_path(self, name, required=False, opt_dirs=None):  # pylint: disable=unused-argument
         assert required is False
         return "/usr/bin/" + name if name in state["tools"] else None
 
-    def run_command(self, args, **kwargs):  # pylint: disable=unused-argument
+    def run(self, args, **kwargs):  # pylint: disable=unused-argument
         state["calls"].append((args, kwargs))
         rc, out = state["tools"][args[0].rsplit("/", 1)[1]]
         return rc, out, ""
 
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
-    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    monkeypatch.setattr(tool_runner.ModuleRunner, "run", run)   # every module runs its tools through the runner
     monkeypatch.setattr(rdma_facts, "probe_stack", _probe_without_lib_lookup(rdma_facts.probe_stack))
     return state
 
@@ -117,7 +119,7 @@ def test_stack_probe_runs_argv_with_lc_all_c(tmp_path, commands):
     assert result["ansible_facts"]["rdma"]["stack"] == {"provider": "inbox", "version": "44.0", "ofed_info": None}
     (argv, kwargs), = commands["calls"]
     assert argv == ["/usr/bin/dpkg-query", "-W", "-f=${db:Status-Status}\t${Version}", "rdma-core"]
-    assert kwargs["environ_update"]["LC_ALL"] == "C"
+    assert not kwargs.get("changes")     # a read; the C locale is the runner's (test_tool_runner.py)
 
 
 def test_check_mode_returns_the_same_facts_unchanged(tmp_path):

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 from ansible.module_utils import basic
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner import tool_runner
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpcnet.rdma.plugins.modules import rdma_management_link
@@ -59,13 +61,13 @@ def fixture_module_calls(monkeypatch):
         assert required is False
         return "/usr/sbin/ip" if name == "ip" else None
 
-    def run_command(self, args, **kwargs):  # pylint: disable=unused-argument
+    def run(self, args, **kwargs):  # pylint: disable=unused-argument
         calls["commands"].append((args, kwargs))
         return 0, json.dumps([{"ifname": "eth0", "addr_info": [{"family": "inet", "local": "192.0.2.10"}]}]), ""
 
-    for name, func in (("exit_json", exit_json), ("fail_json", fail_json), ("warn", warn), ("get_bin_path", get_bin_path),
-                       ("run_command", run_command)):
+    for name, func in (("exit_json", exit_json), ("fail_json", fail_json), ("warn", warn), ("get_bin_path", get_bin_path)):
         monkeypatch.setattr(basic.AnsibleModule, name, func)
+    monkeypatch.setattr(tool_runner.ModuleRunner, "run", run)   # every module runs its tools through the runner
     return calls
 
 
@@ -99,7 +101,7 @@ def test_result_is_read_only_and_the_same_in_check_mode(host, module_calls, chec
     assert [(e["reason"], e["interface"]) for e in result["management_interfaces"]] == [
         ("connection", "eth0"), ("default_route", "enp12s0np0")]
     (argv, kwargs), = module_calls["commands"]
-    assert argv == ["/usr/sbin/ip", "-j", "addr", "show"] and kwargs["environ_update"]["LC_ALL"] == "C"
+    assert argv == ["/usr/sbin/ip", "-j", "addr", "show"] and not kwargs.get("changes")
     json.dumps(result)
 
 
