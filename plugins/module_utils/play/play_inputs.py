@@ -74,12 +74,15 @@ def device_errors(read, inputs, host):
     if not (isinstance(root, str) and root.startswith("/")):
         return []
     read = read or {}
-    if read.get("failed"):
+    rdma = (read.get("ansible_facts") or {}).get("rdma")
+    # the read runs with failed_when false (so that this assert reports it), which also clears its "failed": a read
+    # that failed is one that returned no facts
+    if rdma is None:
         return ["Reading the RDMA devices under %s on %s failed: %s" % (root, host, read.get("msg", "no message"))]
     require = inputs.get("rdma_require_devices", True)
     if not is_boolean(require) or not boolean(require.strip() if isinstance(require, str) else require):
         return []
-    if ((read.get("ansible_facts") or {}).get("rdma") or {}).get("devices"):
+    if rdma.get("devices"):
         return []
     return ["No RDMA device under %s/class/infiniband on %s. Check that the HCA is seated and its driver (mlx5_ib) is "
             "loaded, or set rdma_require_devices=false to configure this host for NCCL over sockets." % (root, host)]

@@ -5,7 +5,7 @@
 everywhere), a timeout that kills the program's whole process group, and check mode respected.
 
 * :class:`ModuleRunner` is what a module hands the pure code of the other packages: ``which(name)``,
-  ``run(argv, changes=False, timeout=TOOL_TIMEOUT) -> (rc, out, err)`` and ``popen(argv, ...)``. A command that
+  ``run(argv, changes=False, timeout=TOOL_TIMEOUT) -> (rc, out, err)``. A command that
   ``changes`` the host is not run in check mode (it is recorded in ``skipped``); every run has a timeout (a tool that
   hangs on a broken device is killed, with its process group, and its ``err`` says so).
 * :class:`SubprocessRunner` is the same interface without Ansible (benchmarks, tests, ad-hoc use).
@@ -99,9 +99,6 @@ class _Runner:
             self.skipped.append([str(a) for a in argv])
             return True
         return False
-
-    def popen(self, argv, env=None, cwd=None, **streams):
-        return popen(argv, env=env, cwd=cwd, **streams)
 
     def _run_bounded(self, argv, timeout):
         """``(rc, out, err)``; a program killed at its timeout has its signal's rc (-9) and says so in ``err``."""

@@ -62,3 +62,18 @@ def test_good_rolling_reboot_values(tmp_path):
 def test_a_hook_left_blank_is_no_hook_as_the_rolling_reboot_takes_it():
     assert play_inputs.rolling_reboot_errors({"rolling_reboot_pre_tasks": ""}) == []
     assert "not absolute or not found" in play_inputs.rolling_reboot_errors({"rolling_reboot_post_tasks": ["", "/x.yml"]})[0]
+
+
+def test_device_errors_name_a_failed_read_a_host_without_devices_and_nothing_else():
+    ok = {"ansible_facts": {"rdma": {"devices": {"mlx5_0": {}}}}, "failed": False}
+    none = {"ansible_facts": {"rdma": {"devices": {}}}, "failed": False}
+    # site.yml registers the read with failed_when false, which clears "failed": no facts is the failure
+    failed = {"failed": False, "msg": "/x/sys: sysfs_root does not exist or is not a directory"}
+    assert play_inputs.device_errors(ok, {}, "h1") == []
+    assert play_inputs.device_errors(none, {"rdma_require_devices": "false"}, "h1") == []
+    assert play_inputs.device_errors(none, {}, "h1")[0].startswith("No RDMA device under /sys/class/infiniband on h1.")
+    assert play_inputs.device_errors(failed, {"rdma_sysfs_root": "/x/sys"}, "h1") == [
+        "Reading the RDMA devices under /x/sys on h1 failed: /x/sys: sysfs_root does not exist or is not a directory"]
+    # a refused root or require flag is named by collection_errors, not twice
+    assert play_inputs.device_errors(failed, {"rdma_sysfs_root": "x/sys"}, "h1") == []
+    assert play_inputs.device_errors(none, {"rdma_require_devices": "perhaps"}, "h1") == []
