@@ -23,6 +23,17 @@ def rdma_device_errors(read, inputs, host):
     return play_inputs.device_errors(read, inputs or {}, host)
 
 
+def rdma_rail_errors(hostvars, hosts, groups, allow_uneven=None):
+    """``hostvars``, the play's hosts, ``groups`` and ``rdma_allow_uneven_rails`` -> ``{errors: {host: [message]},
+    warnings: [message]}``: hosts of one fabric group with another number of compute rails than most."""
+    def facts_of(host):
+        try:
+            return ((hostvars[host] or {}).get("ansible_facts") or {}).get("rdma")
+        except KeyError:
+            return None
+    return play_inputs.rail_errors(facts_of, hosts, groups, allow_uneven)
+
+
 def rolling_reboot_input_errors(inputs):
     """The ``rolling_reboot_*`` variables given -> one message per problem."""
     return play_inputs.rolling_reboot_errors(inputs or {})
@@ -39,5 +50,5 @@ class FilterModule:
 
     def filters(self):
         return {"rdma_input_errors": rdma_input_errors, "rdma_device_errors": rdma_device_errors,
-                "rolling_reboot_input_errors": rolling_reboot_input_errors,
+                "rolling_reboot_input_errors": rolling_reboot_input_errors, "rdma_rail_errors": rdma_rail_errors,
                 "rdma_ports": rdma_ports}

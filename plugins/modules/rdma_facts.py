@@ -39,6 +39,30 @@ options:
         up to 256 of them, C(lo) excluded. By default only netdevs of RDMA devices are listed.
     type: bool
     default: false
+  port_roles:
+    description:
+      - The collection-wide C(rdma_port_roles): a list of C({role, devices}) entries, later entries winning. C(role)
+        is C(compute), C(storage), C(management) or C(unused); C(devices) is a list of selectors (C(all), a PCI
+        address or C(bus:dev), an RDMA device name or C(dev:port), a netdev name, a part number, a PSID, or a link
+        layer C(InfiniBand)/C(Ethernet)).
+      - Ports no entry names take their role from O(fabrics) (see RV(ansible_facts.rdma.ports_by_role)). Bad entries,
+        a selector that matches no port, compute ports of two link layers and a management link made compute fail
+        the module with a message that names C(rdma_port_roles).
+    type: list
+    elements: raw
+  fabrics:
+    description:
+      - The host's inventory groups (C(group_names)); C(infiniband) and C(roce) set the default roles and the link
+        layer of the compute ports. Other names are ignored.
+    type: list
+    elements: str
+    default: []
+  management_netdevs:
+    description:
+      - Netdevs that carry the management link, which are never C(compute). By default the interfaces of the
+        host's default routes (C(/proc/net/route), C(/proc/net/ipv6_route)) and every device under them.
+    type: list
+    elements: str
   gather_stack:
     description:
       - Detect the RDMA user-space stack (RV(ansible_facts.rdma.stack)). When V(false), no command is run and the
@@ -135,6 +159,10 @@ ansible_facts:
               description: "Node type name without its number, from C(node_type) (C(1: CA) gives C(CA))."
               type: str
               sample: CA
+            part_number:
+              description: Part number from the PCI VPD (C(<pci>/vpd), keyword C(PN)); V(null) when unreadable.
+              type: str
+              sample: MCX75310AAS-NEAT
             pci_address:
               description: PCI address of the function, the basename of the C(device) link's target. V(null) when
                 there is no link.
@@ -268,6 +296,18 @@ ansible_facts:
                     default_roce_tos:
                       description: ToS byte (0-255, DSCP << 2) of RDMA-CM connections, from C(default_roce_tos).
                       type: int
+                role:
+                  description:
+                    - The port's role, C(compute), C(storage), C(management) or C(unused), from O(port_roles) or the
+                      default of O(fabrics). Every role of the collection reads it (NCCL_IB_HCA lists the compute
+                      ports; the RoCE profile, the InfiniBand configuration and verify's expectations go by it).
+                  type: str
+                  sample: compute
+                rail:
+                  description: The port's rail, its position among the host's compute ports in PCI order (0 ..
+                    n-1); V(null) for other roles.
+                  type: int
+                  sample: 0
                 counters:
                   description: IB PMA port counters (C(counters/<name>)) as integers, only with O(gather_counters).
                     C(port_xmit_data) and C(port_rcv_data) count 4-byte words.
@@ -316,6 +356,20 @@ ansible_facts:
                   C(roce_np/enable/<prio>) (notification point, sends CNPs) or C(roce_rp/enable/<prio>) (reaction
                   point) read 1; C(cnp_dscp) (DSCP 0-63) and C(cnp_802p_prio) (0-7) come from C(roce_np/).
               type: dict
+        ports_by_role:
+          description:
+            - The host's ports (C(dev:port)) per role; C(compute) in rail order, the others in PCI order.
+            - Default roles on a host in one of the groups C(infiniband), C(roce) (O(fabrics)) are that group's link
+              layer C(compute); a port of the other link layer C(storage) when it is ACTIVE and carries an address
+              (a GID of an IP address; any ACTIVE InfiniBand port), C(compute) otherwise (a VPI port the group's role
+              turns into its link layer); on a host in both groups InfiniBand C(compute) and Ethernet C(storage);
+              the management link's port C(management).
+            - C(compute_link_layer) is the link layer of the compute ports once the roles have turned them (V(null)
+              without compute ports); C(link_type_changes) the compute ports of the other link layer.
+          type: dict
+          returned: always
+          sample: {"compute": ["ibp24s0:1", "ibp64s0:1"], "storage": ["rocep170s0f0:1"], "management": [],
+                   "unused": [], "compute_link_layer": "InfiniBand", "link_type_changes": []}
         kernel_modules:
           description: Whether each RDMA kernel module is loaded (C(<sysfs_root>/module/<name>) exists), for
             C(mlx5_core), C(mlx5_ib), C(ib_core), C(ib_uverbs), C(ib_umad), C(ib_ipoib), C(rdma_cm), C(rdma_ucm),
@@ -342,7 +396,9 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host.management_link import ManagementLinkError, default_route_netdevs
 from ansible_collections.hpcnet.rdma.plugins.module_utils.stack.rdma_stack import memlock_limits, probe_stack
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import PortRoleError, annotate
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import SysfsError, gather_rdma_sysfs
 from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner
 
@@ -354,6 +410,9 @@ def main():
             gather_counters=dict(type="bool", default=False),
             gather_all_netdevs=dict(type="bool", default=False),
             gather_stack=dict(type="bool", default=True),
+            port_roles=dict(type="list", elements="raw"),
+            fabrics=dict(type="list", elements="str", default=[]),
+            management_netdevs=dict(type="list", elements="str"),
         ),
         supports_check_mode=True,
     )
@@ -368,6 +427,12 @@ def main():
         module.fail_json(msg="rdma_facts: %s" % exc, path=exc.path, changed=False)
     rdma = {"sysfs_root": root}
     rdma.update(facts)
+    try:
+        management = module.params["management_netdevs"]
+        annotate(rdma, module.params["port_roles"], module.params["fabrics"],
+                 default_route_netdevs(root) if management is None else management)
+    except (PortRoleError, ManagementLinkError) as exc:
+        module.fail_json(msg="rdma_facts: %s" % exc, changed=False)
     rdma["memlock"] = memlock_limits()
     rdma["stack"] = probe_stack(ModuleRunner(module)) if module.params["gather_stack"] else None
     module.exit_json(changed=False, ansible_facts={"rdma": rdma})

@@ -13,10 +13,11 @@ from __future__ import absolute_import, division, print_function
 import re
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware.mlxconfig import check_params, normalize, split_value
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.pci import PCI_RE, canonical_pci, pci_matches
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import ROLE_SELECTOR, ROLES
 
 __metaclass__ = type
 
-_PCI_RE = re.compile(r"^(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?$")
 _PORT_SUFFIX = re.compile(r"_P(\d+)(\[\d+\])?$")
 
 
@@ -36,19 +37,12 @@ def cards(devices):
     out = []
     for key in sorted(by_card):
         fns = sorted(by_card[key])
+        roles = sorted(set(port.get("role") for _pci, _name, dev in fns for port in (dev.get("ports") or {}).values()
+                           if isinstance(port, dict) and port.get("role")))
         out.append({"pci": fns[0][0], "devices": [name for _pci, name, _dev in fns],
-                    "functions": dict((pci, name) for pci, name, _dev in fns), "board_id": fns[0][2].get("board_id")})
+                    "functions": dict((pci, name) for pci, name, _dev in fns), "board_id": fns[0][2].get("board_id"),
+                    "part_number": fns[0][2].get("part_number"), "roles": roles})
     return out
-
-
-def canonical_pci(pci):
-    """A PCI function address as the tools print it (``0000:0c:00.0``: domain added, lower case), or None for
-    anything else (no function, not a PCI address)."""
-    match = _PCI_RE.match(pci.strip()) if isinstance(pci, str) else None
-    if not match or match.group(4) is None:
-        return None
-    return "%s:%s:%s.%s" % ((match.group(1) or "0000").lower(), match.group(2).lower(), match.group(3).lower(),
-                            match.group(4))
 
 
 def _part_number(info):
@@ -57,30 +51,22 @@ def _part_number(info):
     return re.sub(r"_A[A-Za-z0-9]*$", "", name) if name and name != "N/A" else None
 
 
-def _pci_matches(selector, pci):
-    match = _PCI_RE.match(selector)
-    want_domain = (match.group(1) or "0000").lower()
-    domain, bus, rest = pci.lower().split(":")
-    slot, function = rest.split(".")
-    if (want_domain, match.group(2).lower(), match.group(3).lower()) != (domain, bus, slot):
-        return False
-    return match.group(4) is None or match.group(4) == function
-
-
 def selector_matches(selector, card, info=None):
     """True when one selector string picks ``card``: ``all``, a PCI address (a function or, without ``.F``, the
-    card), an RDMA device name, a part number (case-insensitive, with or without the ``_Ax`` suffix) or a PSID
-    (``board_id``)."""
+    card), an RDMA device name, a part number (case-insensitive, with or without the ``_Ax`` suffix), a PSID
+    (``board_id``) or ``role:<port role>`` (a card with a port of that role in ``rdma_port_roles``' plan)."""
     text = str(selector).strip()
     if text.lower() == "all":
         return True
-    if _PCI_RE.match(text):
-        return any(_pci_matches(text, pci) for pci in card["functions"])
+    if text.lower().startswith(ROLE_SELECTOR):
+        return text[len(ROLE_SELECTOR):].strip().lower() in card.get("roles", [])
+    if PCI_RE.match(text):
+        return any(pci_matches(text, pci) for pci in card["functions"])
     if text in card["devices"]:
         return True
     if card.get("board_id") and text.upper() == str(card["board_id"]).upper():
         return True
-    part = _part_number(info)
+    part = _part_number(info) or card.get("part_number")
     return bool(part) and text.upper() in (part.upper(), ((info or {}).get("name") or "").upper())
 
 
@@ -104,8 +90,12 @@ def check_entries(entries):
             continue
         selectors = selectors_of(entry)
         if not selectors or any(not isinstance(sel, str) or not sel.strip() for sel in selectors):
-            errors.append("%s.devices must be all, or PCI addresses, RDMA device names, part numbers or PSIDs "
-                          "(strings), got %r" % (where, entry["devices"]))
+            errors.append("%s.devices must be all, or PCI addresses, RDMA device names, part numbers, PSIDs or "
+                          "role:<port role> (strings), got %r" % (where, entry["devices"]))
+        else:
+            errors.extend("%s.devices: %s names no port role; use role:%s" % (where, sel, "|role:".join(ROLES))
+                          for sel in selectors if sel.strip().lower().startswith(ROLE_SELECTOR)
+                          and sel.strip()[len(ROLE_SELECTOR):].strip().lower() not in ROLES)
         errors.extend("%s.%s" % (where, error) for error in check_params(entry.get("params", {})))
     return errors
 

@@ -277,8 +277,16 @@ class Topology:
     def __init__(self, sysfs_root="/sys"):
         self.root = sysfs_root
         self.sysfs = RdmaSysfs(sysfs_root)
-        self.owner = dict((netdev, (facts["rdma_device"], facts["rdma_port"]))
-                          for netdev, facts in self.sysfs.gather()["netdevs"].items())
+        self.sysfs.check_root()
+        self._owner = None
+
+    @property
+    def owner(self):
+        """``{netdev: (rdma_device, rdma_port)}`` of the RDMA netdevs (read at first use)."""
+        if self._owner is None:
+            self._owner = dict((netdev, (facts["rdma_device"], facts["rdma_port"]))
+                               for netdev, facts in self.sysfs.gather()["netdevs"].items())
+        return self._owner
 
     def netdev_dir(self, name):
         return self.sysfs.path("class", "net", name)
@@ -336,6 +344,16 @@ class Topology:
             return devices[0], int(dev_id, 16) + 1 if dev_id else None
         except ValueError:
             return devices[0], None
+
+
+def default_route_netdevs(sysfs_root="/sys", proc_root="/proc"):
+    """The interfaces of the default routes and every device under them (VLAN, bond, bridge ports...): the netdevs
+    that carry the management link, which ``rdma_port_roles`` never makes compute."""
+    topology, out = Topology(sysfs_root), []
+    for route in default_routes(proc_root):
+        lower, _parents = topology.walk(route["interface"])
+        out.extend(name for name in [route["interface"]] + lower if name not in out)
+    return out
 
 
 def _path_to(parents, name):

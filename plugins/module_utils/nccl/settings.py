@@ -13,7 +13,7 @@ import re
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import infiniband
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.nccl_socket import IFNAME_LIST_RE, socket_ifname_problem
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.facts import GROUP_LINK_LAYER
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import GROUP_LINK_LAYER
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
 
 __metaclass__ = type

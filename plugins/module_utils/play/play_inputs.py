@@ -14,6 +14,7 @@ import re
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import GDR_MODES
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 
 __metaclass__ = type
 
@@ -46,8 +47,9 @@ def _given(inputs, defaults):
 
 def collection_errors(inputs):
     """Problems with the collection-wide variables of site.yml among ``inputs`` (missing or None: not checked):
-    ``rdma_require_devices``, ``rdma_allow_reboot`` (booleans), ``rdma_gdr`` (true, false, auto) and
-    ``rdma_sysfs_root`` (an absolute path)."""
+    ``rdma_require_devices``, ``rdma_allow_reboot``, ``rdma_allow_uneven_rails`` (booleans), ``rdma_gdr`` (true,
+    false, auto), ``rdma_sysfs_root`` (an absolute path) and the shape of ``rdma_port_roles`` (its selectors are
+    matched against each host's ports by ``rdma_facts``)."""
     inputs = dict((name, value) for name, value in inputs.items() if value is not None)
     errors = []
     if "rdma_require_devices" in inputs and not is_boolean(inputs["rdma_require_devices"]):
@@ -59,6 +61,10 @@ def collection_errors(inputs):
     if "rdma_gdr" in inputs and str(inputs["rdma_gdr"]).strip().lower() not in GDR_MODES:
         errors.append("rdma_gdr must be true, false or auto (GPUDirect RDMA: load nvidia_peermem; auto where the NVIDIA "
                       "GPU driver is); got %s." % _json(inputs["rdma_gdr"]))
+    if "rdma_allow_uneven_rails" in inputs and not is_boolean(inputs["rdma_allow_uneven_rails"]):
+        errors.append("rdma_allow_uneven_rails must be true or false (true warns, instead of failing, when hosts of "
+                      "one group have different numbers of compute rails); got %s." % _json(inputs["rdma_allow_uneven_rails"]))
+    errors.extend(port_roles.entry_errors(inputs.get("rdma_port_roles")))
     root = inputs.get("rdma_sysfs_root", "/")
     if not (isinstance(root, str) and root.startswith("/")):
         errors.append("rdma_sysfs_root must be an absolute path (/sys on a real host); got %s." % _json(inputs["rdma_sysfs_root"]))
@@ -77,6 +83,11 @@ def device_errors(read, inputs, host):
     rdma = (read.get("ansible_facts") or {}).get("rdma")
     # the read runs with failed_when false (so that this assert reports it), which also clears its "failed": a read
     # that failed is one that returned no facts
+    if rdma is None and "rdma_port_roles" in str(read.get("msg")):
+        # the shape of rdma_port_roles is reported by collection_errors; what only this host's ports tell is here
+        if port_roles.entry_errors(inputs.get("rdma_port_roles")):
+            return []
+        return ["%s: %s" % (host, str(read["msg"]).replace("rdma_facts: ", "", 1))]
     if rdma is None:
         return ["Reading the RDMA devices under %s on %s failed: %s" % (root, host, read.get("msg", "no message"))]
     require = inputs.get("rdma_require_devices", True)
@@ -122,3 +133,22 @@ def rolling_reboot_errors(inputs, is_file=os.path.isfile):
         errors.append("rolling_reboot_pre_tasks and rolling_reboot_post_tasks take absolute paths of task files on the "
                       "controller; not absolute or not found: %s." % _json(bad))
     return errors
+
+
+def rail_errors(facts_of, hosts, groups, allow_uneven=None):
+    """Hosts of one fabric group (``infiniband``, ``roce``) whose number of compute rails differs from the group's
+    most common: ``facts_of(host)`` gives a host's ``ansible_facts.rdma`` (or None), ``groups`` the inventory's.
+    Returns ``{"errors": {host: [message]}, "warnings": [message]}``; with ``rdma_allow_uneven_rails`` true every
+    message is a warning."""
+    counts = {}
+    for group in port_roles.GROUP_LINK_LAYER:
+        members = set((groups or {}).get(group) or [])
+        for host in hosts or []:
+            rdma = facts_of(host) if host in members else None
+            plan = (rdma or {}).get("ports_by_role") if isinstance(rdma, dict) else None
+            if plan is not None:
+                counts.setdefault(group, {})[host] = len(plan.get("compute") or [])
+    allow = allow_uneven is not None and is_boolean(allow_uneven) and boolean(
+        allow_uneven.strip() if isinstance(allow_uneven, str) else allow_uneven)
+    errors, warnings = port_roles.rail_count_errors(counts, allow)
+    return {"errors": errors, "warnings": warnings}

@@ -10,9 +10,6 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs impor
 
 __metaclass__ = type
 
-# the inventory groups of the two fabrics and the link layer their RDMA ports have
-GROUP_LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
-
 
 def ports(rdma, state=None):
     """``dev:port`` of every port (or of those in ``state``, e.g. ACTIVE) of ``ansible_facts.rdma``, in device order

@@ -29,6 +29,7 @@ import ipaddress
 import os
 import re
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.pci import read_part_number
 
 # Errnos that mean "this attribute does not exist here" rather than "the read failed".
 ABSENT_ERRNOS = frozenset((errno.ENOENT, errno.ENOTDIR, errno.EINVAL, errno.ENODATA, errno.EOPNOTSUPP, errno.ENXIO, errno.ENODEV))
@@ -340,6 +341,7 @@ class RdmaSysfs:
         for netdev in parent_netdevs:
             self._netdev_dirs.setdefault(netdev, os.path.join(pci_dir, "net", netdev))
         device["netdevs"] = parent_netdevs
+        device["part_number"] = read_part_number(pci_dir)
 
         ports = {}
         for port in list_dir(os.path.join(base, "ports")):

@@ -29,7 +29,7 @@ from collections import Counter
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband.infiniband import parse_sminfo
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.facts import GROUP_LINK_LAYER
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import GROUP_LINK_LAYER
 
 WIDTHS = ("1X", "2X", "4X", "8X", "12X")
 SEVERITIES = ("error", "warning")

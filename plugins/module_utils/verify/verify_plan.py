@@ -22,7 +22,7 @@ import math
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import GDR_MODES
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.perftest_rounds import pair_errors
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.facts import GROUP_LINK_LAYER
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import GROUP_LINK_LAYER
 
 
 def _number(value, kind):
