@@ -226,3 +226,35 @@ def rail_count_errors(counts, allow_uneven=False):
             else:
                 errors.setdefault(host, []).append(text)
     return errors, warnings
+
+
+def planned(rdma, fabrics=()):
+    """``rdma`` with every port's ``role`` and ``rail`` and ``ports_by_role``: as ``rdma_facts`` wrote them, or (facts
+    read without them, hand-written facts) the defaults for ``fabrics`` computed on a copy (no management link known,
+    no ``rdma_port_roles``). What every consumer reads the roles through."""
+    if isinstance((rdma or {}).get("ports_by_role"), dict):
+        return rdma
+    copied = dict(rdma or {})
+    copied["devices"] = dict((name, dict(dev, ports=dict((num, dict(port)) for num, port in (dev.get("ports") or {}).items())))
+                             for name, dev in ((rdma or {}).get("devices") or {}).items())
+    try:
+        return annotate(copied, None, fabrics, ())
+    except PortRoleError:
+        # compute ports of two link layers on a host in neither group: no rails, every port keeps its role
+        roles = dict((view["id"], _default_role(view, [], set())) for view in port_views(copied))
+        for name, dev in copied["devices"].items():
+            for num, port in dev["ports"].items():
+                port["role"], port["rail"] = roles.get("%s:%s" % (name, num)), None
+        copied["ports_by_role"] = dict((role, [pid for pid, got in roles.items() if got == role]) for role in ROLES)
+        copied["ports_by_role"].update(compute_link_layer=None, link_type_changes=[])
+        return copied
+
+
+def compute_ports(rdma, fabrics=()):
+    """``[(dev, port_number, port facts)]`` of the compute ports, in rail order."""
+    rdma = planned(rdma, fabrics)
+    out = []
+    for pid in rdma["ports_by_role"].get("compute") or []:
+        name, num = pid.rsplit(":", 1)
+        out.append((name, int(num), rdma["devices"][name]["ports"][num]))
+    return out
