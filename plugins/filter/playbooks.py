@@ -39,10 +39,11 @@ def rolling_reboot_input_errors(inputs):
     return play_inputs.rolling_reboot_errors(inputs or {})
 
 
-def rdma_ports(rdma, state=None, lines=False):
-    """``ansible_facts.rdma`` -> sorted ``dev:port`` (only those in ``state`` when given), or with ``lines`` the
-    ``dev:port STATE/phys_state link_layer`` text of every port."""
-    return rdma_facts.port_lines(rdma) if lines else rdma_facts.ports(rdma, state)
+def rdma_ports(rdma, state=None, lines=False, by="name"):
+    """``ansible_facts.rdma`` -> sorted ``dev:port`` (only those in ``state`` when given; ``by='pci'``:
+    ``<PCI function>/<port>``, which a device rename keeps), or with ``lines`` the ``dev:port STATE/phys_state
+    link_layer`` text of every port."""
+    return rdma_facts.port_lines(rdma) if lines else rdma_facts.ports(rdma, state, by)
 
 
 class FilterModule:

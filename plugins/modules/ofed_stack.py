@@ -53,6 +53,16 @@ options:
     type: list
     elements: str
     default: []
+  device_naming:
+    description:
+      - The names udev gives the RDMA devices at boot (C(rdma_device_naming)): C(keep) (the stack's own rule), or
+        C(kernel) (C(mlx5_0)), C(pci) (C(ibp24s0), C(rocep12s0f1)), C(guid) or C(fallback) (onboard, PCI, GUID,
+        kernel: rdma-core's default on Debian and Ubuntu). Reported in RV(naming) and RV(naming_pending); the
+        module writes nothing.
+    type: str
+    default: keep
+    choices: [keep, kernel, pci, guid, fallback]
+    version_added: "0.9.0"
 extends_documentation_fragment:
   - hpcnet.rdma.sysfs_root
   - hpcnet.rdma.attributes.read_only
@@ -116,6 +126,19 @@ missing_packages:
   elements: str
   sample: [perftest]
   version_added: "0.7.0"
+naming:
+  description:
+    - C({policy, rules_file, rules_current, rules_text, not_following}) for O(device_naming): whether the udev rules file
+      holds the rule the policy asks for, and the RDMA devices (C(<sysfs_root>/class/infiniband)) whose names are not
+      the policy's.
+  returned: always
+  type: dict
+  version_added: "0.9.0"
+naming_pending:
+  description: C({from, to, rules_file}) when devices do not have the names O(device_naming) gives (the next boot renames them), else null.
+  returned: always
+  type: dict
+  version_added: "0.9.0"
 driver_pending:
   description: C({from, to}) when the installed vendor driver is not the loaded one (a reboot or openibd restart loads it), else null.
   returned: always
@@ -124,7 +147,7 @@ driver_pending:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.stack import ofed_stack
+from ansible_collections.hpcnet.rdma.plugins.module_utils.stack import device_naming, ofed_stack
 from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner
 
 
@@ -152,6 +175,7 @@ def main():
             kernel=dict(type="str"),
             sysfs_root=dict(type="path", default="/sys"),
             packages=dict(type="list", elements="str", default=[]),
+            device_naming=dict(type="str", default="keep", choices=list(device_naming.POLICIES)),
         ),
         supports_check_mode=True,
     )
@@ -159,7 +183,9 @@ def main():
     probed = ofed_stack.probe(runner, module.params["sysfs_root"], module.params["doca_package"])
     packages = ofed_stack.package_versions(runner, module.params["packages"])
     missing = [name for name, version in packages.items() if version is None]
-    module.exit_json(packages=packages, missing_packages=missing, **evaluate(module.params, probed))
+    naming, pending = ofed_stack.naming_state(module.params["device_naming"], module.params["sysfs_root"])
+    module.exit_json(packages=packages, missing_packages=missing, naming=naming, naming_pending=pending,
+                     **evaluate(module.params, probed))
 
 
 if __name__ == "__main__":

@@ -174,7 +174,7 @@ def after_reboot(before, results):
     by_pci = dict((result.get("device"), result) for result in results or [] if result.get("device"))
     current, not_applied = [], []
     for reason in before or []:
-        if reason.get("kind") == "driver":  # the RDMA driver (ofed role) is checked by the ofed role, not mlxconfig
+        if reason.get("kind") in ("driver", "naming"):  # the ofed role checks the driver and the device names
             continue
         result = by_pci.get(reason.get("card", reason["pci"]))
         row = ((result or {}).get("config") or {}).get(reason["parameter"])

@@ -25,7 +25,7 @@ __metaclass__ = type  # pylint: disable=invalid-name
 import os
 import re
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.stack import rdma_stack
+from ansible_collections.hpcnet.rdma.plugins.module_utils.stack import device_naming, rdma_stack
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
 
 VENDOR_PROVIDERS = ("doca", "mlnx_ofed")
@@ -214,6 +214,20 @@ def probe(runner, sysfs_root="/sys", doca_package="doca-ofed", disk_root="/"):
         "dkms": dkms_rows,
         "driver": {"loaded": loaded_live, "loaded_version": loaded, "installed_version": on_disk},
     }
+
+
+def naming_state(policy, sysfs_root="/sys", rules_file=device_naming.RULES_FILE):
+    """``device_naming.state`` of this host: its rules file and the names of its RDMA devices."""
+    base = os.path.join(sysfs_root, "class", "infiniband")
+    names = sorted(os.listdir(base)) if os.path.isdir(base) else []
+    devices = dict((name, os.path.exists(os.path.join(base, name, "device"))) for name in names)
+    current = None
+    try:
+        with open(rules_file) as handle:
+            current = handle.read()
+    except (IOError, OSError):
+        current = None
+    return device_naming.state(policy, current, devices)
 
 
 def driver_pending(probed):

@@ -11,14 +11,15 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs impor
 __metaclass__ = type
 
 
-def ports(rdma, state=None):
+def ports(rdma, state=None, by="name"):
     """``dev:port`` of every port (or of those in ``state``, e.g. ACTIVE) of ``ansible_facts.rdma``, in device order
-    (mlx5_2 before mlx5_10)."""
+    (mlx5_2 before mlx5_10); with ``by="pci"`` ``<PCI function>/<port>`` (``0000:0c:00.0/1``), which a rename of the
+    device (a reboot under another naming policy) keeps."""
     out = []
     for name, dev in sorted(((rdma or {}).get("devices") or {}).items(), key=lambda item: natural_key(item[0])):
         for num, port in sorted((dev.get("ports") or {}).items(), key=lambda item: int(item[0])):
             if state is None or port.get("state") == state:
-                out.append("%s:%s" % (name, num))
+                out.append("%s/%s" % (dev.get("pci_address") or name, num) if by == "pci" else "%s:%s" % (name, num))
     return out
 
 
