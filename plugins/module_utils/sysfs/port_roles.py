@@ -204,8 +204,8 @@ def annotate(rdma, entries=None, fabrics=(), management_netdevs=()):
 
 def rail_count_errors(counts, allow_uneven=False):
     """Hosts of one fabric group with another number of compute rails than the group's most common: ``counts`` maps
-    ``group -> {host: rails}``. Returns ``(errors by host, warnings)``; with ``allow_uneven`` every message is a
-    warning (``rdma_allow_uneven_rails``)."""
+    ``group -> {host: rails}``. Returns ``(errors by host, warnings)``: every host of such a group gets the messages
+    (nothing changes on any of them), unless ``allow_uneven`` (``rdma_allow_uneven_rails``) makes them warnings."""
     errors, warnings = {}, []
     for group in sorted(counts):
         hosts = counts[group]
@@ -215,16 +215,14 @@ def rail_count_errors(counts, allow_uneven=False):
         if len(tally) < 2:
             continue
         usual = sorted(tally.items(), key=lambda item: (-item[1], -item[0]))[0][0]
-        for host in sorted(hosts):
-            if hosts[host] == usual:
-                continue
-            text = ("%s has %d compute rails, most hosts of the %s group have %d: NCCL pairs rail r of one host with "
-                    "rail r of the others. Check its cables and rdma_port_roles, or set rdma_allow_uneven_rails=true "
-                    "if the fabric is built that way." % (host, hosts[host], group, usual))
-            if allow_uneven:
-                warnings.append(text)
-            else:
-                errors.setdefault(host, []).append(text)
+        texts = ["%s has %d compute rails, most hosts of the %s group have %d: NCCL pairs rail r of one host with rail r "
+                 "of the others. Check its cables and rdma_port_roles, or set rdma_allow_uneven_rails=true if the fabric "
+                 "is built that way." % (host, hosts[host], group, usual) for host in sorted(hosts) if hosts[host] != usual]
+        if allow_uneven:
+            warnings.extend(texts)
+            continue
+        for host in hosts:
+            errors.setdefault(host, []).extend(texts)
     return errors, warnings
 
 
