@@ -55,9 +55,9 @@ options:
     default: []
   device_naming:
     description:
-      - The names udev gives the RDMA devices at boot (C(rdma_device_naming)): C(keep) (the stack's own rule), or
+      - The names udev gives the RDMA devices at boot (C(rdma_device_naming)), C(keep) (the stack's own rule), or
         C(kernel) (C(mlx5_0)), C(pci) (C(ibp24s0), C(rocep12s0f1)), C(guid) or C(fallback) (onboard, PCI, GUID,
-        kernel: rdma-core's default on Debian and Ubuntu). Reported in RV(naming) and RV(naming_pending); the
+        kernel, rdma-core's default on Debian and Ubuntu). Reported in RV(naming) and RV(naming_pending); the
         module writes nothing.
     type: str
     default: keep
@@ -128,7 +128,7 @@ missing_packages:
   version_added: "0.7.0"
 naming:
   description:
-    - C({policy, rules_file, rules_current, rules_text, not_following}) for O(device_naming): whether the udev rules file
+    - C({policy, rules_file, rules_current, rules_text, not_following}) for O(device_naming), whether the udev rules file
       holds the rule the policy asks for, and the RDMA devices (C(<sysfs_root>/class/infiniband)) whose names are not
       the policy's.
   returned: always

@@ -41,7 +41,7 @@ options:
     default: false
   port_roles:
     description:
-      - The collection-wide C(rdma_port_roles): a list of C({role, devices}) entries, later entries winning. C(role)
+      - The collection-wide C(rdma_port_roles), a list of C({role, devices}) entries, later entries winning. C(role)
         is C(compute), C(storage), C(management) or C(unused); C(devices) is a list of selectors (C(all), a PCI
         address or C(bus:dev), an RDMA device name or C(dev:port), a netdev name, a part number, a PSID, or a link
         layer C(InfiniBand)/C(Ethernet)).

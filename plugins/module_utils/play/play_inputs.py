@@ -14,6 +14,7 @@ import re
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import GDR_MODES
+from ansible_collections.hpcnet.rdma.plugins.module_utils.stack.device_naming import POLICIES as NAMING_POLICIES
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 
 __metaclass__ = type
@@ -48,7 +49,7 @@ def _given(inputs, defaults):
 def collection_errors(inputs):
     """Problems with the collection-wide variables of site.yml among ``inputs`` (missing or None: not checked):
     ``rdma_require_devices``, ``rdma_allow_reboot``, ``rdma_allow_uneven_rails`` (booleans), ``rdma_gdr`` (true,
-    false, auto), ``rdma_sysfs_root`` (an absolute path) and the shape of ``rdma_port_roles`` (its selectors are
+    false, auto), ``rdma_device_naming`` (keep, kernel, pci, guid, fallback), ``rdma_sysfs_root`` (an absolute path) and the shape of ``rdma_port_roles`` (its selectors are
     matched against each host's ports by ``rdma_facts``)."""
     inputs = dict((name, value) for name, value in inputs.items() if value is not None)
     errors = []
@@ -64,6 +65,9 @@ def collection_errors(inputs):
     if "rdma_allow_uneven_rails" in inputs and not is_boolean(inputs["rdma_allow_uneven_rails"]):
         errors.append("rdma_allow_uneven_rails must be true or false (true warns, instead of failing, when hosts of "
                       "one group have different numbers of compute rails); got %s." % _json(inputs["rdma_allow_uneven_rails"]))
+    if "rdma_device_naming" in inputs and inputs["rdma_device_naming"] not in NAMING_POLICIES:
+        errors.append("rdma_device_naming must be one of %s (the names udev gives the RDMA devices at boot); got %s."
+                      % (", ".join(NAMING_POLICIES), _json(inputs["rdma_device_naming"])))
     errors.extend(port_roles.entry_errors(inputs.get("rdma_port_roles")))
     root = inputs.get("rdma_sysfs_root", "/")
     if not (isinstance(root, str) and root.startswith("/")):
