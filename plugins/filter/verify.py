@@ -20,10 +20,11 @@ def verify_input_errors(inputs, hosts):
     return verify_plan.input_errors(inputs or {}, hosts or [])
 
 
-def verify_host_plan(rdma, group, hcas=None, gdr_mode="auto", gpu_driver=False):
-    """``ansible_facts.rdma`` + group -> ``{group, link_layer, rails, hcas, gdr_expected}``."""
+def verify_host_plan(rdma, group, hcas=None, gdr_mode="auto", gpu_driver=False, fabrics=None):
+    """``ansible_facts.rdma`` + group -> ``{group, link_layer, rails, hcas, storage, storage_hcas, ports,
+    gdr_expected}``."""
     try:
-        return verify_plan.host_plan(rdma, group, hcas, gdr_mode, gpu_driver)
+        return verify_plan.host_plan(rdma, group, hcas, gdr_mode, gpu_driver, fabrics)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
 
@@ -33,9 +34,10 @@ def nccl_conf_settings(text):
     return verify_plan.nccl_conf(text)
 
 
-def nccl_conf_findings(settings, host, rdma, path="/etc/nccl.conf"):
-    """NCCL settings of a host -> findings for ports NCCL cannot use and a GID index that cannot connect."""
-    return verify_plan.nccl_conf_findings(host, settings or {}, rdma, path)
+def nccl_conf_findings(settings, host, rdma, path="/etc/nccl.conf", fabrics=None):
+    """NCCL settings of a host -> findings for ports NCCL cannot use, a GID index that cannot connect, and ports of
+    another role than compute."""
+    return verify_plan.nccl_conf_findings(host, settings or {}, rdma, path, fabrics)
 
 
 def verify_launcher_argv(hosts, launcher, env, launcher_args, program, test_args, timeout, mpirun="mpirun",
@@ -78,47 +80,34 @@ def fabric_report_html(report):
         raise AnsibleFilterError(str(exc))
 
 
-def _group_steps(hosts, pattern, pairs, rails):
-    steps = []
-    for index, round_pairs in enumerate(rounds_mod.schedule(hosts, pattern, pairs)):
-        most = max([min(int(rails.get(c, 1)), int(rails.get(s, 1))) for c, s in round_pairs] or [0])
-        for rail in range(most):
-            on_rail = [[c, s] for c, s in round_pairs if rail < min(int(rails.get(c, 1)), int(rails.get(s, 1)))]
-            steps.append({"round": index, "rail": rail, "pairs": on_rail})
-    return steps
-
-
-def perftest_rounds(hosts, pattern, pairs=None, rails=None):
+def perftest_rounds(hosts, pattern, pairs=None, rails=None, storage=None):
     """Hosts -> steps ``{round, rail, pairs}``: each round of disjoint ``[client, server]`` pairs once per rail.
 
     ``hosts`` is a list, or a dict of groups (fabrics) -> hosts: each group is scheduled on its own (a pair never
-    spans two groups) and the steps with the same round and rail run together. ``rails`` maps a host to its number
-    of rails (HCA i of one host tests HCA i of the other); a pair runs on the rails both hosts have. Without it every
-    pair runs on rail 0 only.
+    spans two groups) and the steps with the same round and rail run together. ``rails`` maps a host to its rails (a
+    number, or ``verify_plan.rails``): rail r of one host tests rail r of the other, whatever the devices are called;
+    a pair runs on the rails both hosts have. Without it every pair runs on rail 0 only. ``storage`` (the hosts'
+    ``verify_plan.storage``) adds the storage matrix: steps with ``role: storage``, storage port i with port i.
     """
-    groups = hosts if isinstance(hosts, dict) else {"": hosts}
-    rails = rails or {}
-    everyone = [h for members in groups.values() for h in members]
-    merged = {}
     try:
-        if pattern == "pairs":
-            errors = rounds_mod.pair_errors(everyone, pairs)
-            group_of = dict((h, g) for g, members in groups.items() for h in members)
-            errors += ["verify_perftest_pairs[%d] spans two fabrics (%s in %s, %s in %s)"
-                       % (i, p[0], group_of[p[0]], p[1], group_of[p[1]])
-                       for i, p in enumerate(pairs or []) if not errors and group_of[p[0]] != group_of[p[1]]]
-            if errors:
-                raise ValueError("; ".join(errors))
-        for name, members in groups.items():
-            members = list(members)
-            own = [p for p in pairs or [] if p[0] in members] if pattern == "pairs" else None
-            if pattern == "pairs" and not own:
-                continue
-            for step in _group_steps(members, pattern, own, rails):
-                merged.setdefault((step["round"], step["rail"]), []).extend(step["pairs"])
+        return rounds_mod.steps(hosts, pattern, pairs, rails, storage)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
-    return [{"round": r, "rail": rail, "pairs": merged[(r, rail)]} for r, rail in sorted(merged)]
+
+
+def perftest_unpaired(hosts, pattern, pairs=None, rails=None, storage=None, allow_uneven=False):
+    """The findings for the rails (and storage ports) the scheduled pairs leave untested: rail counts that differ
+    between the two hosts of a pair, or a rail whose link layers differ."""
+    try:
+        return rounds_mod.unpaired(hosts, pattern, pairs, rails, storage, _truthy(allow_uneven))
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def _truthy(value):
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "yes", "on", "1")
+    return bool(value)
 
 
 def perftest_pair_errors(hosts, pairs):
@@ -135,4 +124,5 @@ class FilterModule:
                 "nccl_test_verdicts": nccl_test_verdicts, "verify_report": verify_report,
                 "verify_finding_line": verify_finding_line, "verify_input_errors": verify_input_errors,
                 "fabric_report_html": fabric_report_html,
-                "perftest_rounds": perftest_rounds, "perftest_pair_errors": perftest_pair_errors}
+                "perftest_rounds": perftest_rounds, "perftest_pair_errors": perftest_pair_errors,
+                "perftest_unpaired": perftest_unpaired}

@@ -17,10 +17,13 @@ description:
     (rates, firmware, GID indexes, SM per subnet)."
   - "Checks, per host (each one C(pass), C(fail) or C(skip) in RV(hosts)):
     C(port_state) (every expected HCA and port exists and is ACTIVE/LinkUp);
-    C(link_layer) (InfiniBand in the infiniband group, Ethernet in roce);
-    C(rate) (O(spec.expected_rate_gbps), or the group's most common rate);
-    C(width) (O(spec.min_width), or the group's most common width);
-    C(mtu) (the netdev MTU of the RoCE / IPoIB ports is C(expect.mtu) in O(hosts), or the group's most common MTU);
+    C(link_layer) (compute ports: InfiniBand in the infiniband group, Ethernet in roce; storage ports: the most
+    common link layer of the group's storage ports, a warning);
+    C(rate) (O(spec.expected_rate_gbps), or the most common rate of the group's compute ports; storage ports
+    O(spec.expected_storage_rate_gbps), or the most common rate of the group's storage ports);
+    C(width) (O(spec.min_width) for the compute ports, or the most common width of the port's role in the group);
+    C(mtu) (the netdev MTU of the RoCE / IPoIB ports is C(expect.mtu) in O(hosts) (storage ports
+    C(expect.storage_mtu)), or the most common MTU of the same rail, or storage port, in the group);
     C(firmware) (O(spec.expected_fw_ver), or the most common version of the same board in the group);
     C(gid_index) (RoCE: the RoCE v2 IPv4 GID index exists and is the same on every RoCE host, rail by rail);
     C(roce_qos) (RoCE: the QoS state is the declared roce profile);
@@ -29,9 +32,12 @@ description:
     C(ipoib) (the expected IPoIB netdevs are up); C(memlock) (RLIMIT_MEMLOCK); C(kernel_modules) (mlx5_core,
     mlx5_ib, ib_core, ib_uverbs, rdma_cm, and ib_ipoib on InfiniBand hosts that expect IPoIB);
     C(gdr) (nvidia_peermem where GPUDirect RDMA is expected)."
-  - A host's expected ports are C(expect.devices) in O(hosts) in the order given, or every port of the group's link layer
-    with HCAs in natural order (mlx5_2 before mlx5_10). The I(rail) of a port is its position in that list; on
-    InfiniBand a rail is a subnet.
+  - Each port is checked by its role (C(ansible_facts.rdma.ports_by_role) of M(hpcnet.rdma.rdma_facts); facts read
+    without roles get the defaults of the host's group). A host's compute ports (its rails) are C(expect.devices) in
+    O(hosts) in the order given, or its ports of the role C(compute) in rail order (PCI order, whatever the devices
+    are called). The I(rail) of a port is its position in that list; on InfiniBand a rail is a subnet. Its storage
+    ports (role C(storage)) are checked against the group's storage ports; management and unused ports are not
+    checked. C(gid_index) and C(subnet_manager) look at the compute ports.
   - Where the spec is silent the reference is the most common value in the group; a tie goes to the higher rate,
     width, MTU or firmware version and to the lower GID index. A difference from a declared value is an error; an
     odd one out against the group's most common MTU, firmware or SM LID is a warning, and so is a port faster than
@@ -52,10 +58,11 @@ options:
         per-netdev form C({changed, diff: {netdev: {before, after}}}), or a loop's C(results). Absent or null skips
         the C(roce_qos) check."
       - "C(expect) (dict, optional) holds C(devices) (list of HCA names such as C(mlx5_0), or C(mlx5_0:1) for one
-        port; omitted or empty = every RDMA device of the group's link layer), C(gdr) (bool, default V(false):
+        port: the rails in rail order; omitted or empty = the host's compute ports), C(gdr) (bool, default V(false):
         nvidia_peermem expected), C(ipoib) (list of netdevs that must be up, default none), C(mtu) (int, bytes:
-        the netdev MTU expected on the RoCE netdevs or IPoIB netdevs; null = the group's most common MTU) and
-        C(memlock) (V(unlimited), the default, or a minimum in bytes)."
+        the netdev MTU expected on the compute ports' RoCE netdevs or IPoIB netdevs; null = the most common MTU of
+        the same rail in the group), C(storage_mtu) (the same for the storage ports' netdevs) and C(memlock)
+        (V(unlimited), the default, or a minimum in bytes)."
       - "C(sminfo) (dict, optional, InfiniBand) maps C(<hca>:<port>) to the output of C(sminfo -C <hca> -P <port>):
         the SMInfo of the SM at that port's SM LID, which must say C(SMINFO_MASTER). An answer from an SM in
         another state (a stale SM LID, as opensm can leave the ports of a rail after a handover) is an error of
@@ -71,12 +78,18 @@ options:
         description:
           - Port rate every expected ACTIVE port must run at, in Gb/s, as C(ansible_facts.rdma) rate_gbps
             (C(400 Gb/sec (4X NDR)) is V(400)). Fed by the playbook variable C(verify_expected_rate_gbps).
-          - Null takes the most common rate of the host's group.
+          - Null takes the most common rate of the compute ports of the host's group.
+        type: float
+      expected_storage_rate_gbps:
+        description:
+          - Port rate every ACTIVE storage port must run at, in Gb/s. Fed by C(verify_expected_storage_rate_gbps).
+          - Null takes the most common rate of the storage ports of the host's group.
         type: float
       min_width:
         description:
-          - Fewest lanes an ACTIVE port may have, one of C(1X), C(2X), C(4X), C(8X), C(12X) (as C(ansible_facts.rdma)
-            width). Null takes the most common width of the host's group.
+          - Fewest lanes an ACTIVE compute port may have, one of C(1X), C(2X), C(4X), C(8X), C(12X) (as
+            C(ansible_facts.rdma) width). Null takes the most common width of the compute ports of the host's group.
+            Storage ports are compared with the most common width of the group's storage ports.
         type: str
       expected_fw_ver:
         description:
@@ -195,14 +208,17 @@ findings:
       sample: "check the cable and the switch port; `ibstat mlx5_1 1` / `mlxlink -d mlx5_1 -p 1`"
 references:
   description:
-    - What the checks compared with where the spec is silent, per group (C(infiniband), C(roce)) - C(rate_gbps),
-      C(width), C(mtu) (bytes), C(fw_ver) (board_id to version), C(rails) (number of rails); and per rail (as a string)
-      C(gid_index) (roce) or C(sm_lid) (infiniband). Values the spec gives are reported as given.
+    - What the checks compared with where the spec is silent, per group (C(infiniband), C(roce)) - of the compute
+      ports C(rate_gbps), C(width), C(mtu) (bytes, every compute netdev), C(rail_mtu) (per rail, as a string),
+      C(rails) (number of rails); C(fw_ver) (board_id to version); per rail (as a string) C(gid_index) (roce) or
+      C(sm_lid) (infiniband); and, when the group has storage ports, C(storage) (C(ports), C(link_layer),
+      C(rate_gbps), C(width), C(mtu) per storage port index). Values the spec gives are reported as given.
   type: dict
   returned: always
   sample:
-    roce: {rate_gbps: 400.0, width: 4X, mtu: 9000, fw_ver: {MT_0000000838: 28.41.1000}, rails: 2,
-           gid_index: {"0": 3, "1": 3}}
+    roce: {rate_gbps: 400.0, width: 4X, mtu: 9000, rail_mtu: {"0": 9000, "1": 9000}, fw_ver: {MT_0000000838: 28.41.1000},
+           rails: 2, gid_index: {"0": 3, "1": 3},
+           storage: {ports: 2, link_layer: Ethernet, rate_gbps: 200.0, width: 4X, mtu: {"0": 9000, "1": 9000}}}
 summary:
   description: C(hosts) (number checked), C(errors), C(warnings) (numbers of findings) and C(failed_hosts) (names).
   type: dict
@@ -230,6 +246,7 @@ ARGUMENT_SPEC = dict(
     hosts=dict(type="dict", required=True),
     spec=dict(type="dict", default={}, options=dict(
         expected_rate_gbps=dict(type="float"),
+        expected_storage_rate_gbps=dict(type="float"),
         min_width=dict(type="str"),
         expected_fw_ver=dict(type="raw"),
     )),

@@ -2,9 +2,10 @@
 # Copyright: hpcnet.rdma contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """NCCL's network settings for one host (the contents of /etc/nccl.conf), derived from ``ansible_facts.rdma``: the
-HCAs and ports (NCCL_IB_HCA), the RoCE v2 GID index, the traffic class, the socket interface, the P_Key, and every
-problem with the nccl role's inputs (its one validation path). Pure Python; the filter ``hpcnet.rdma.nccl_settings``
-is one call of :func:`nccl_settings`."""
+HCAs and ports (NCCL_IB_HCA: the host's compute ports in rail order, read through ``port_roles.planned``), the RoCE
+v2 GID index, the traffic class, the socket interface, the P_Key, and every problem with the nccl role's inputs (its
+one validation path). Storage, management and unused ports never reach nccl.conf. Pure Python; the filter
+``hpcnet.rdma.nccl_settings`` is one call of :func:`nccl_settings`."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,8 +14,8 @@ import re
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import infiniband
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.nccl_socket import IFNAME_LIST_RE, socket_ifname_problem
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import GROUP_LINK_LAYER
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
 
 __metaclass__ = type
 
@@ -45,18 +46,27 @@ def _conf_value(name, value):
     return value.strip()
 
 
-def _iter_ports(rdma):
-    for device in sorted(rdma.get("devices") or {}, key=natural_key):
-        ports = rdma["devices"][device].get("ports") or {}
-        for number in sorted(ports, key=int):
-            yield device, int(number), ports[number]
+def _role_ports(rdma, fabrics):
+    """``(compute, others)``: the compute ports ``[(device, port, facts, rail)]`` in rail order, and the other ports
+    ``[(device, port, facts, role)]`` (storage, management, unused, in PCI order)."""
+    planned = port_roles.planned(rdma, fabrics)
+    by_role = planned.get("ports_by_role") or {}
+
+    def facts_of(pid):
+        name, num = pid.rsplit(":", 1)
+        return name, int(num), planned["devices"][name]["ports"][num]
+
+    compute = [facts_of(pid) for pid in by_role.get("compute") or []]
+    compute = [(name, num, port, port.get("rail")) for name, num, port in compute]
+    others = [facts_of(pid) + (role,) for role in port_roles.ROLES[1:] for pid in by_role.get(role) or []]
+    return compute, others
 
 
-def _resolve_fabric(rdma, fabric):
-    """Return the fabric to configure: the one asked for, or the one the ACTIVE ports show."""
+def _resolve_fabric(compute, fabric):
+    """Return the fabric to configure: the one asked for, or the one the ACTIVE compute ports show."""
     if fabric != "auto":
         return fabric
-    layers = {p.get("link_layer") for _d, _n, p in _iter_ports(rdma) if p.get("state") == "ACTIVE"}
+    layers = {p.get("link_layer") for _d, _n, p, _r in compute if p.get("state") == "ACTIVE"}
     if "InfiniBand" in layers:
         return "infiniband"
     if "Ethernet" in layers:
@@ -66,12 +76,15 @@ def _resolve_fabric(rdma, fabric):
 
 def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, hca_exact=True, extra=None,
                   network_facts=None, on_error="raise", conf_path=None, partition="", partitions=None,
-                  check_pkey_ports=True, require_ports=False):
+                  check_pkey_ports=True, require_ports=False, fabrics=None):
     """Compute the contents of /etc/nccl.conf for one host.
 
     :arg rdma: the ``ansible_facts.rdma`` dictionary returned by ``hpcnet.rdma.rdma_facts``.
-    :arg fabric: ``infiniband`` (use ACTIVE InfiniBand ports), ``roce`` (ACTIVE Ethernet ports with a RoCE v2 IPv4 GID)
-        or ``auto`` (InfiniBand when any InfiniBand port is ACTIVE, else RoCE).
+    :arg fabric: ``infiniband`` (use the ACTIVE InfiniBand compute ports), ``roce`` (the ACTIVE Ethernet compute ports
+        with a RoCE v2 IPv4 GID) or ``auto`` (InfiniBand when any InfiniBand compute port is ACTIVE, else RoCE).
+    :arg fabrics: the host's inventory groups (``group_names``): the default port roles when the facts were read
+        without them (``port_roles.planned``). None takes ``[fabric]`` (none for ``auto``). Only compute ports, in
+        rail order (PCI order), go into NCCL_IB_HCA; the others are ``skipped`` with their role.
     :arg socket_ifname: the out-of-band interface for NCCL_SOCKET_IFNAME (required, non-empty).
     :arg traffic_class: the IB traffic class 0-255 for NCCL_IB_TC (the ToS byte: DSCP << 2), or None to leave it out.
     :arg hca_exact: prefix NCCL_IB_HCA with ``=`` so that ``mlx5_1`` does not also match ``mlx5_10`` .. ``mlx5_17``.
@@ -98,7 +111,7 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
         if conf_path is not None and not str(conf_path).startswith("/"):
             raise NcclSettingsError("nccl_conf_path must be an absolute path (NCCL reads /etc/nccl.conf, or the file "
                                     "NCCL_CONF_FILE names); got %r" % (conf_path,))
-        plan = _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_facts)
+        plan = _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_facts, fabrics)
         _add_pkey(plan, rdma, partition, partitions, check_pkey_ports)
         if require_ports and not plan["ports"]:
             raise NcclSettingsError(
@@ -123,7 +136,7 @@ def _add_pkey(plan, rdma, partition, partitions, check_ports):
         plan["settings"]["NCCL_IB_PKEY"] = found["index"]
 
 
-def _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_facts):
+def _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_facts, fabrics):
     if not isinstance(rdma, dict) or "devices" not in rdma:
         raise NcclSettingsError("nccl_settings: expected ansible_facts.rdma from hpcnet.rdma.rdma_facts (a dict with 'devices')")
     if fabric not in FABRICS:
@@ -152,9 +165,15 @@ def _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_
                                 % (extra,))
     extra = {name: _conf_value(name, value) for name, value in (extra or {}).items()}
 
-    resolved = _resolve_fabric(rdma, fabric)
+    if fabrics is None:
+        fabrics = [fabric] if fabric in GROUP_LINK_LAYER else []
+    elif not isinstance(fabrics, (list, tuple)) or not all(isinstance(group, str) for group in fabrics):
+        raise NcclSettingsError("nccl_settings: fabrics must be the host's inventory groups (group_names), a list of "
+                                "names; got %r" % (fabrics,))
+    compute, others = _role_ports(rdma, fabrics)
+    resolved = _resolve_fabric(compute, fabric)
     ports, skipped = [], []
-    for device, number, port in _iter_ports(rdma):
+    for device, number, port, rail in compute:
         reason = None
         if resolved is None or port.get("link_layer") != GROUP_LINK_LAYER[resolved]:
             reason = "link layer %s" % port.get("link_layer")
@@ -168,10 +187,12 @@ def _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_
         ports.append({
             "device": device,
             "port": number,
+            "rail": rail,
             "link_layer": port.get("link_layer"),
             "rate_gbps": port.get("rate_gbps"),
             "gid_index": port.get("roce_v2_ipv4_gid_index") if resolved == "roce" else None,
         })
+    skipped += [{"device": device, "port": number, "reason": "role %s" % role} for device, number, _p, role in others]
 
     settings = {}
     if ports:

@@ -35,6 +35,7 @@ import ipaddress
 import json
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.pci import PCI_RE, canonical_pci, card_of, pci_matches
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
 
 ROLES = ("compute", "storage", "management", "unused")
 ROLE_SELECTOR = "role:"
@@ -79,7 +80,7 @@ def port_views(rdma):
                 "link_layer": port.get("link_layer"), "state": port.get("state"),
                 "up": port.get("state") == "ACTIVE" and (port.get("link_layer") == "InfiniBand" or _has_address(port)),
             })
-    views.sort(key=lambda view: (view["pci"] is None, view["pci"] or "", view["device"], view["port"]))
+    views.sort(key=lambda view: (view["pci"] is None, view["pci"] or "", natural_key(view["device"]), view["port"]))
     return views
 
 

@@ -29,6 +29,8 @@ CHECK_STATES = ("pass", "fail", "skip")
 NCCL_VERDICTS = ("pass", "fail", "unknown")
 PATTERNS = ("ring", "all_pairs", "pairs")
 LAUNCHERS = ("mpirun", "srun")
+PORT_ROLES = ("compute", "storage", "management", "unused")
+PERFTEST_ROLES = ("compute", "storage")
 TOP_LEVEL = ("verdict", "hosts", "findings", "perftest", "nccl", "counters", "meta", "latency")
 TOP_REQUIRED = ("verdict", "hosts", "findings", "perftest", "nccl", "counters")
 
@@ -91,7 +93,11 @@ LINK_LAYER = ("a non-empty string, a list of non-empty strings or null",
               lambda v: v is None or NAME[1](v) or NAME_LIST[1](v))
 
 # field -> (required, rule)
-HOST_FIELDS = {"group": (True, NAME_OR_NULL), "checks": (True, None)}
+HOST_FIELDS = {"group": (True, NAME_OR_NULL), "checks": (True, None), "ports": (False, None)}
+PORT_FIELDS = {
+    "id": (True, NAME), "role": (True, _enum(PORT_ROLES)), "rail": (False, INT_GE0), "link_layer": (False, NAME),
+    "state": (False, NAME), "rate_gbps": (False, NUM_GE0_OR_NULL), "netdev": (False, NAME),
+}
 FINDING_FIELDS = {
     "host": (True, NAME), "severity": (True, _enum(SEVERITIES)), "check": (True, NAME),
     "expected": (True, TEXT), "found": (True, TEXT), "cause": (True, NAME), "fix": (True, NAME),
@@ -103,13 +109,14 @@ PERFTEST_FIELDS = {
     "bw_avg_gbps": (True, NUM_GE0_OR_NULL), "line_rate_gbps": (True, NUM_GT0_OR_NULL), "pct": (True, NUM_GE0_OR_NULL),
     "test": (False, NAME), "device": (False, NAME), "server_device": (False, NAME), "round": (False, INT_GE0),
     "bw_peak_gbps": (False, NUM_GE0_OR_NULL), "msg_rate_mpps": (False, NUM_GE0_OR_NULL), "error": (False, NAME),
+    "role": (False, _enum(PERFTEST_ROLES)),
 }
 LATENCY_FIELDS = {
     "rail": (True, INT_GE0), "client": (True, NAME), "server": (True, NAME), "t_typical_us": (True, NUM_GE0_OR_NULL),
     "test": (False, NAME), "device": (False, NAME), "server_device": (False, NAME), "round": (False, INT_GE0),
     "bytes": (False, INT_GE1), "t_min_us": (False, NUM_GE0_OR_NULL), "t_max_us": (False, NUM_GE0_OR_NULL),
     "t_avg_us": (False, NUM_GE0_OR_NULL), "t_stdev_us": (False, NUM_GE0_OR_NULL), "p99_us": (False, NUM_GE0_OR_NULL),
-    "p99_9_us": (False, NUM_GE0_OR_NULL), "error": (False, NAME),
+    "p99_9_us": (False, NUM_GE0_OR_NULL), "error": (False, NAME), "role": (False, _enum(PERFTEST_ROLES)),
 }
 NCCL_FIELDS = {
     "net_transport": (True, NAME_OR_NULL), "link_layer": (True, LINK_LAYER), "gdr": (True, BOOL_OR_NULL),
@@ -131,8 +138,8 @@ COUNTER_DELTA = INT_OR_NULL
 # Keys that build_report drops when their value is null (absent and null mean the same: not known).
 _OPTIONAL_DROPPED_WHEN_NULL = {
     "findings": [k for k, (req, _r) in FINDING_FIELDS.items() if not req],
-    "perftest": ["test", "device", "server_device", "round", "error"],
-    "latency": ["test", "device", "server_device", "round", "bytes", "error"],
+    "perftest": ["test", "device", "server_device", "round", "error", "role"],
+    "latency": ["test", "device", "server_device", "round", "bytes", "error", "role"],
     "nccl": ["verdict", "hcas", "evidence", "test"],
 }
 
@@ -217,6 +224,8 @@ def validate_report(report):
                 if state not in CHECK_STATES:
                     problems.append("%s.checks%s must be one of %s; got %s"
                                     % (path, _key(check), ", ".join(CHECK_STATES), _show(state)))
+        if isinstance(entry, dict) and "ports" in entry:
+            _check_list(path + ".ports", entry["ports"], PORT_FIELDS, problems)
     _check_list("findings", report.get("findings", []), FINDING_FIELDS, problems)
     _check_list("perftest", report.get("perftest", []), PERFTEST_FIELDS, problems)
     if "latency" in report:
@@ -298,8 +307,8 @@ def _argument(name, value, kind, problems):
 
 
 def _pair_key(row):
-    return (row.get("test", ""), row["rail"], natural_key(row["client"]), natural_key(row["server"]),
-            row.get("round", -1))
+    return (PERFTEST_ROLES.index(row.get("role", "compute")), row.get("test", ""), row["rail"],
+            natural_key(row["client"]), natural_key(row["server"]), row.get("round", -1))
 
 
 def _sorted_map(mapping):
@@ -309,11 +318,13 @@ def _sorted_map(mapping):
 def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=None):
     """Join the verify phases' results into the fabric report.
 
-    :arg hosts: host -> ``{group, checks: {check: pass|fail|skip}}``.
+    :arg hosts: host -> ``{group, checks: {check: pass|fail|skip}}`` (+ ports: ``[{id, role, rail, link_layer,
+        state, rate_gbps, netdev}]``, each port's role and rail).
     :arg findings: ``[{host, severity, check, expected, found, cause, fix}]`` (+ device, port, netdev, rail, peer,
         evidence); ``expected``/``found`` given as numbers, booleans or lists of them become text, null "".
     :arg perftest: ``[{rail, client, server, bw_avg_gbps, line_rate_gbps, pct}]`` (+ test, device, server_device,
-        round, bw_peak_gbps, msg_rate_mpps, error); a missing or null ``pct`` is computed as
+        round, bw_peak_gbps, msg_rate_mpps, error, role: compute or storage; ``rail`` is the storage port's index
+        on a storage row); a missing or null ``pct`` is computed as
         ``round(100 * bw_avg_gbps / line_rate_gbps, 1)`` when both are known.
     :arg nccl: host -> ``{net_transport, link_layer, gdr, fallback_to_socket, busbw_gbps}`` (+ verdict, hcas, evidence,
         test, fabric, summary); a missing ``verdict`` is computed.
@@ -345,6 +356,9 @@ def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=N
     report = {"verdict": None}
     report["hosts"] = dict((h, dict(e, checks=dict(e["checks"])) if isinstance(e, dict) and isinstance(
         e.get("checks"), dict) else e) for h, e in hosts.items())
+    for entry in report["hosts"].values():
+        if isinstance(entry, dict) and isinstance(entry.get("ports"), list):
+            entry["ports"] = [dict(p) if isinstance(p, dict) else p for p in entry["ports"]]
     report["findings"] = []
     for finding in items(findings, "findings"):
         if isinstance(finding, dict):

@@ -5,8 +5,9 @@
 
 :func:`render_html` validates the report (``fabric_report.validate_report``) and turns it into one page with inline
 CSS, no script and no external font or image, the same bytes for the same report: the verdict and a summary, the
-findings, the host table, a bandwidth heat map per rail (a list of the tested pairs on large rails), the latency
-table, NCCL's transport per host and the counter deltas.
+findings (each port with its role and rail), the host table (with every port's role and rail), a bandwidth heat map
+per rail and per storage port (a list of the tested pairs on large rails), the latency table, NCCL's transport per
+host and the counter deltas.
 
 Pure Python, no Ansible imports.
 """
@@ -80,6 +81,8 @@ font-size:12px}
 .chip.nz{background:#dbe9f8;border-color:#8fb3dc;color:#0b3d75;font-weight:600}
 .chip.nz.err{background:#fde2e1;border-color:#e5a29f;color:#8a1c12}
 .zero{color:#6e7781}
+.chip.compute{background:#e7eefb;border-color:#9db6e0;color:#0b3d75}
+.chip.storage{background:#efe7fb;border-color:#b9a1df;color:#4a2380}
 """
 
 # Counters whose movement is an error or a drop (highlighted red); others (pause, ECN, CNP) are traffic (blue).
@@ -124,10 +127,17 @@ def _worse(a, b):
     return a if badness(a) <= badness(b) else b
 
 
+def _rail_label(row):
+    """``rail 2`` or ``storage port 0`` of a perftest or latency row."""
+    return ("storage port %d" if row.get("role") == "storage" else "rail %d") % int(row["rail"])
+
+
 def _heat_cell(row, runs, green, amber):
     cls = _cell_class(row, green, amber)
     device = " (%s)" % row["device"] if row.get("device") else ""
-    where = "%s \u2192 %s, rail %d%s" % (row["client"], row["server"], row["rail"], device)
+    if row.get("device") and row.get("server_device"):
+        device = " (%s \u2192 %s)" % (row["device"], row["server_device"])
+    where = "%s \u2192 %s, %s%s" % (row["client"], row["server"], _rail_label(row), device)
     if row.get("error") or row["bw_avg_gbps"] is None:
         title = "%s: no result: %s" % (where, row.get("error") or "no bandwidth reported")
         body = '<span class="bw">no result</span>'
@@ -141,9 +151,9 @@ def _heat_cell(row, runs, green, amber):
             row["bw_avg_gbps"], _e(_num(row["pct"], "%.1f%%", "no line rate")))
     if runs > 1:
         title += "; worst of %d runs" % runs
-    attrs = 'class="cell %s" data-rail="%d" data-test="%s" data-client="%s" data-server="%s" data-pct="%s"' % (
-        cls, row["rail"], _e(row.get("test", "")), _e(row["client"]), _e(row["server"]),
-        _num(row["pct"], "%.1f", ""))
+    attrs = ('class="cell %s" data-role="%s" data-rail="%d" data-test="%s" data-client="%s" data-server="%s" '
+             'data-pct="%s"' % (cls, _e(row.get("role", "compute")), row["rail"], _e(row.get("test", "")),
+                                _e(row["client"]), _e(row["server"]), _num(row["pct"], "%.1f", "")))
     if row.get("error"):
         attrs += ' data-error="%s"' % _e(row["error"])
     return '<td %s title="%s">%s</td>' % (attrs, _e(title), body)
@@ -163,22 +173,24 @@ def _heatmaps(report, out):
                % (_GOOD, _e("%g" % green), _WARN, _e("%g" % amber), _e("%g" % green), _BAD, _e("%g" % amber), _NOLR))
     groups = {}
     for row in report["perftest"]:
-        pairs = groups.setdefault((row.get("test", ""), int(row["rail"])), {})
+        role = row.get("role", "compute")
+        pairs = groups.setdefault((role, row.get("test", ""), int(row["rail"])), {})
         key = (row["client"], row["server"])
         shown, runs = pairs.get(key, (row, 0))
         pairs[key] = (_worse(shown, row) if runs else row, runs + 1)
-    for test, rail in sorted(groups, key=lambda k: (k[1], k[0])):
-        pairs = groups[(test, rail)]
+    for role, test, rail in sorted(groups, key=lambda k: (k[0] != "compute", k[2], k[1])):
+        pairs = groups[(role, test, rail)]
         names = sorted(set(h for pair in pairs for h in pair), key=natural_key)
-        devices = sorted(set(r.get("device") for r, _n in pairs.values() if r.get("device")), key=natural_key)
-        out.append('<h3>Rail %s%s%s: %d pair(s) tested</h3>' % (
-            rail, " \u00b7 %s" % _e(test) if test else "", " \u00b7 %s" % _e(", ".join(devices)) if devices else "",
-            len(pairs)))
+        devices = sorted(set(d for r, _n in pairs.values() for d in (r.get("device"), r.get("server_device")) if d),
+                         key=natural_key)
+        out.append('<h3>%s%s%s: %d pair(s) tested</h3>' % (
+            _e(_rail_label({"role": role, "rail": rail}).capitalize()), " \u00b7 %s" % _e(test) if test else "",
+            " \u00b7 %s" % _e(", ".join(devices)) if devices else "", len(pairs)))
         if len(names) > HEATMAP_MAX_HOSTS:
             out.append('<p class="muted">%d hosts: the tested pairs are listed, lowest bandwidth first.</p>'
                        % len(names))
-            out.append('<table class="pairs" data-rail="%s" data-test="%s"><tr><th>Client</th><th>Server</th>'
-                       '<th>Gb/s</th></tr>' % (rail, _e(test)))
+            out.append('<table class="pairs" data-role="%s" data-rail="%s" data-test="%s"><tr><th>Client</th>'
+                       '<th>Server</th><th>Gb/s</th></tr>' % (_e(role), rail, _e(test)))
             ordered = sorted(pairs.items(), key=lambda kv: (
                 0 if kv[1][0]["bw_avg_gbps"] is None else 1, kv[1][0]["pct"] if kv[1][0]["pct"] is not None else 0.0,
                 natural_key(kv[0][0]), natural_key(kv[0][1])))
@@ -187,8 +199,9 @@ def _heatmaps(report, out):
                     _e(client), _e(server), _heat_cell(row, runs, green, amber)))
             out.append('</table>')
             continue
-        out.append('<table class="heatmap" data-rail="%s" data-test="%s"><tr><th>client \\ server</th>%s</tr>' % (
-            rail, _e(test), "".join('<th scope="col">%s</th>' % _e(n) for n in names)))
+        columns = "".join('<th scope="col">%s</th>' % _e(n) for n in names)
+        out.append('<table class="heatmap" data-role="%s" data-rail="%s" data-test="%s"><tr><th>client \\ server'
+                   '</th>%s</tr>' % (_e(role), rail, _e(test), columns))
         for client in names:
             cells = []
             for server in names:
@@ -211,7 +224,7 @@ def _host_table(report, out):
         out.append('<p class="muted">No host.</p></section>')
         return
     out.append('<table><tr><th>Host</th><th>Group</th><th class="num">Errors</th><th class="num">Warnings</th>'
-               '<th>Checks</th><th>NCCL</th><th class="num">Lowest bandwidth</th></tr>')
+               '<th>Checks</th><th>Ports (role, rail)</th><th>NCCL</th><th class="num">Lowest bandwidth</th></tr>')
     for host, entry in report["hosts"].items():
         sev = [f["severity"] for f in report["findings"] if f["host"] == host]
         checks = entry["checks"]
@@ -231,10 +244,39 @@ def _host_table(report, out):
         low = ", ".join(low) or "\u2014"
         note = ' <span class="chip fail">failed in the play</span>' if host in failed_hosts else ""
         out.append('<tr><th scope="row">%s%s</th><td>%s</td><td class="num">%d</td><td class="num">%d</td>'
-                   '<td><div class="muted">%s</div>%s</td><td>%s</td><td class="num">%s</td></tr>' % (
-                       _e(host), note, _e(entry["group"] if entry["group"] is not None else "\u2014"),
-                       sev.count("error"), sev.count("warning"), counts, chips, nccl_text, _e(low)))
+                   '<td><div class="muted">%s</div>%s</td><td class="ports">%s</td><td>%s</td><td class="num">%s</td>'
+                   '</tr>' % (_e(host), note, _e(entry["group"] if entry["group"] is not None else "\u2014"),
+                              sev.count("error"), sev.count("warning"), counts, chips, _port_chips(entry), nccl_text,
+                              _e(low)))
     out.append('</table></section>')
+
+
+def _port_label(port):
+    """``compute rail 2``, ``storage``: a port's role and rail."""
+    rail = port.get("rail")
+    return "%s%s" % (port["role"], " rail %d" % rail if rail is not None else "")
+
+
+def _port_chips(entry):
+    ports = entry.get("ports")
+    if not ports:
+        return "\u2014"
+    chips = []
+    for port in ports:
+        extra = ", ".join(str(v) for v in (port.get("link_layer"), port.get("state"),
+                                           "%g Gb/s" % port["rate_gbps"] if port.get("rate_gbps") is not None else None,
+                                           port.get("netdev")) if v)
+        chips.append('<span class="chip %s" data-port="%s" data-role="%s"%s title="%s">%s %s</span>' % (
+            _e(port["role"]), _e(port["id"]), _e(port["role"]),
+            ' data-rail="%d"' % port["rail"] if port.get("rail") is not None else "", _e(extra),
+            _e(port["id"]), _e(_port_label(port))))
+    return "".join(chips)
+
+
+def _port_roles(report):
+    """host -> ``dev:port`` -> ``compute rail 2`` / ``storage`` (the report's host ports)."""
+    return dict((host, dict((p["id"], _port_label(p)) for p in entry.get("ports") or []))
+                for host, entry in report["hosts"].items())
 
 
 def _findings(report, out):
@@ -244,9 +286,13 @@ def _findings(report, out):
         return
     out.append('<table><tr><th>Severity</th><th>Host</th><th>Check</th><th>Expected</th><th>Found</th>'
                '<th>Likely cause</th><th>Fix</th></tr>')
+    roles = _port_roles(report)
     for index, f in enumerate(report["findings"]):
         port = ("%s:%d" % (f["device"], f["port"]) if "device" in f else "port %d" % f["port"]) if "port" in f else ""
-        where = [port or f.get("device", ""), f.get("netdev", ""),
+        role = (roles.get(f["host"]) or {}).get(port) if port else None
+        if role and "rail" in f:
+            role = role.split(" rail ")[0]
+        where = [port + (" (%s)" % role if role else "") if port else f.get("device", ""), f.get("netdev", ""),
                  "rail %d" % f["rail"] if "rail" in f else "", "peer %s" % f["peer"] if "peer" in f else ""]
         where = ", ".join(w for w in where if w)
         found = _e(f["found"])
@@ -273,7 +319,8 @@ def _latency(report, out):
         nums = "".join('<td class="num">%s</td>' % _num(r.get(k), "%.2f")
                        for k in ("t_typical_us", "t_avg_us", "t_min_us", "t_max_us", "p99_us", "p99_9_us"))
         out.append('<tr><td>%s</td><td class="num">%s</td><td>%s \u2192 %s</td><td>%s</td><td class="num">%s</td>%s'
-                   '<td>%s</td></tr>' % (_e(r.get("test", "")), r["rail"], _e(r["client"]), _e(r["server"]),
+                   '<td>%s</td></tr>' % (_e(r.get("test", "")), r["rail"] if r.get("role", "compute") == "compute"
+                                         else "storage %d" % r["rail"], _e(r["client"]), _e(r["server"]),
                                          _e(r.get("device", "")), _num(r.get("bytes"), "%d"), nums,
                                          _e(r.get("error", ""))))
     out.append('</table></section>')
@@ -313,14 +360,17 @@ def _counters(report, out):
     out.append('<p class="legend"><span class="chip nz err">error or drop counter +n</span><span class="chip nz">'
                'traffic counter (PFC pause, ECN, CNP) +n</span><span class="chip zero">unchanged 0</span></p>')
     out.append('<table><tr><th>Host</th><th>Port</th><th class="num">Non-zero</th><th>Deltas</th></tr>')
+    roles = _port_roles(report)
     for host, ports in report["counters"].items():
         for port, deltas in ports.items():
+            role = (roles.get(host) or {}).get(port.replace("/", ":"))
             nonzero = sum(1 for v in deltas.values() if v)
             chips = "".join('<span class="chip %s">%s %s</span>' % (
                 ("nz err" if _ERROR_COUNTER.search(name) else "nz") if value else "zero", _e(name),
                 "n/a" if value is None else ("%+d" % value if value else "0")) for name, value in deltas.items())
-            out.append('<tr><th scope="row">%s</th><td>%s</td><td class="num">%d</td><td>%s</td></tr>' % (
-                _e(host), _e(port), nonzero, chips or '<span class="muted">none</span>'))
+            out.append('<tr><th scope="row">%s</th><td>%s%s</td><td class="num">%d</td><td>%s</td></tr>' % (
+                _e(host), _e(port), ' <span class="muted">%s</span>' % _e(role) if role else "", nonzero,
+                chips or '<span class="muted">none</span>'))
     out.append('</table></section>')
 
 

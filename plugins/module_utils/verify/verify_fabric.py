@@ -12,12 +12,16 @@ Pure Python (no Ansible imports).
   computed once) and ``references_table`` (those references, for the result).
 
 Vocabulary:
-- a host's *ports* are the ports its group expects: ``expect.devices`` (``mlx5_0`` = every port of the HCA,
-  ``mlx5_0:1`` = that port) in the order given, or every port of the group's link layer (InfiniBand for the
-  infiniband group, Ethernet for roce), HCAs in natural order (mlx5_2 before mlx5_10);
-- the *rail* of a port is its position in that list (rail 0 = the first HCA). On InfiniBand a rail is a subnet;
-- a *reference* is what a value should be when the spec does not say: the most common value in the group (ties go to
-  the higher rate, width, MTU and firmware version, and to the lower GID index).
+- a host's *ports* are the ports the checks look at, each with its *role* (``sysfs/port_roles``, read through
+  ``port_roles.planned``): its *compute* ports, ``expect.devices`` (``mlx5_0`` = every port of the HCA, ``mlx5_0:1``
+  = that port) in the order given, or the ports of the role compute in rail order (PCI order, whatever the devices
+  are called); then its *storage* ports (role storage, PCI order). Management and unused ports are not checked;
+- the *rail* of a compute port is its position in that list (rail 0 = the first). On InfiniBand a rail is a subnet.
+  A storage port has no rail; its *index* is its position among the host's storage ports;
+- a *reference* is what a value should be when the spec does not say: the most common value in the group among the
+  ports of the same role (the rate, width and link layer), of the same rail or storage index (the MTU, GID index, SM
+  LID) or of the same board (firmware). Ties go to the higher rate, width, MTU and firmware version, and to the
+  lower GID index.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,6 +32,7 @@ import re
 from collections import Counter
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband.infiniband import parse_sminfo
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import GROUP_LINK_LAYER
 
@@ -37,8 +42,9 @@ STATUSES = ("pass", "fail", "skip")
 FABRIC = "fabric"          # the ``host`` of a finding about the whole fabric (a rail with no SM)
 
 HOST_KEYS = ("group", "rdma", "roce_qos", "expect", "sminfo")
-EXPECT_KEYS = ("devices", "gdr", "ipoib", "mtu", "memlock")
-SPEC_KEYS = ("expected_rate_gbps", "min_width", "expected_fw_ver")
+EXPECT_KEYS = ("devices", "gdr", "ipoib", "mtu", "memlock", "storage_mtu")
+SPEC_KEYS = ("expected_rate_gbps", "min_width", "expected_fw_ver", "expected_storage_rate_gbps")
+CHECKED_ROLES = ("compute", "storage")
 FINDING_KEYS = ("host", "severity", "check", "device", "port", "expected", "found", "cause", "fix")
 
 
@@ -160,6 +166,8 @@ def validate_spec(spec):
                                "{board_id: version} or null; got %r" % (fw,))
     return {
         "expected_rate_gbps": _opt_number(spec.get("expected_rate_gbps"), "spec.expected_rate_gbps"),
+        "expected_storage_rate_gbps": _opt_number(spec.get("expected_storage_rate_gbps"),
+                                                  "spec.expected_storage_rate_gbps"),
         "min_width": str(width).upper() if width else None,
         "expected_fw_ver": fw,
     }
@@ -214,6 +222,7 @@ def validate_hosts(hosts):
             "gdr": _bool(expect.get("gdr"), where + ".expect.gdr"),
             "ipoib": list(ipoib),
             "mtu": _opt_number(expect.get("mtu"), where + ".expect.mtu", integer=True),
+            "storage_mtu": _opt_number(expect.get("storage_mtu"), where + ".expect.storage_mtu", integer=True),
             "memlock": _memlock(expect.get("memlock"), where + ".expect.memlock"),
         }
     return out
@@ -243,15 +252,24 @@ def width_lanes(width):
 
 
 class PortRef:
-    """One port a host's group expects (``facts`` None when the HCA or the port is absent)."""
+    """One port a host's checks look at (``facts`` None when the HCA or the port is absent): its ``role`` (compute or
+    storage), its ``index`` among the host's ports of that role, and its ``rail`` (the index of a compute port; None
+    for a storage port)."""
 
-    def __init__(self, host, rail, device, port, dev_facts, facts):
+    def __init__(self, host, index, device, port, dev_facts, facts, role="compute"):
         self.host = host
-        self.rail = rail
+        self.role = role
+        self.index = index
+        self.rail = index if role == "compute" else None
         self.device = device
         self.port = port
         self.dev = dev_facts
         self.facts = facts
+
+    @property
+    def where(self):
+        """``rail 2`` or ``storage port 0``: what the port is compared with."""
+        return "rail %d" % self.index if self.role == "compute" else "%s port %d" % (self.role, self.index)
 
     @property
     def present(self):
@@ -270,61 +288,78 @@ class PortRef:
 
 
 class Fabric:
-    """The normalised hosts, the spec, each host's expected ports, and the group references (computed once)."""
+    """The normalised hosts, the spec, each host's checked ports, and the group references (computed once)."""
 
     def __init__(self, hosts, spec):
         self.hosts = hosts
         self.spec = spec
         self.order = sorted(hosts, key=natural_key)
-        self.ports = dict((name, self._select_ports(hosts[name])) for name in self.order)
+        self.all_ports = dict((name, self._select_ports(hosts[name])) for name in self.order)
+        # the compute ports (the rails): what most checks look at
+        self.ports = dict((name, [r for r in refs if r.role == "compute"]) for name, refs in self.all_ports.items())
         self._refs = {}
 
-    def _select_ports(self, host):
-        devices = host["rdma"].get("devices") or {}
-        refs = []
+    @staticmethod
+    def _select_ports(host):
+        rdma = port_roles.planned(host["rdma"], [host["group"]])
+        devices = rdma.get("devices") or {}
+        by_role = rdma.get("ports_by_role") or {}
+        compute = []
         if host["devices"] is not None:
             for name, port in host["devices"]:
                 dev = devices.get(name)
                 ports = (dev or {}).get("ports") or {}
                 numbers = [port] if port is not None else sorted((int(p) for p in ports), key=int) or [1]
                 for number in numbers:
-                    refs.append((name, number, dev, ports.get(str(number)) if dev is not None else None))
+                    compute.append((name, number, dev, ports.get(str(number)) if dev is not None else None))
         else:
-            for name in sorted(devices, key=natural_key):
-                ports = devices[name].get("ports") or {}
-                for number in sorted(ports, key=int):
-                    if ports[number].get("link_layer") == host["link_layer"]:
-                        refs.append((name, int(number), devices[name], ports[number]))
-        return [PortRef(host["name"], rail, name, number, dev, facts)
-                for rail, (name, number, dev, facts) in enumerate(refs)]
+            for pid in by_role.get("compute") or []:
+                name, number = pid.rsplit(":", 1)
+                compute.append((name, int(number), devices[name], devices[name]["ports"][number]))
+        taken = set((name, number) for name, number, _d, _p in compute)
+        storage = []
+        for pid in by_role.get("storage") or []:
+            name, number = pid.rsplit(":", 1)
+            if (name, int(number)) not in taken:
+                storage.append((name, int(number), devices[name], devices[name]["ports"][number]))
+        return ([PortRef(host["name"], index, name, number, dev, facts)
+                 for index, (name, number, dev, facts) in enumerate(compute)]
+                + [PortRef(host["name"], index, name, number, dev, facts, "storage")
+                   for index, (name, number, dev, facts) in enumerate(storage)])
 
     def group_hosts(self, group):
         return [h for h in self.order if self.hosts[h]["group"] == group]
 
-    def group_ports(self, group):
+    def group_ports(self, group, role="compute"):
         for name in self.group_hosts(group):
-            yield from self.ports[name]
+            for ref in self.all_ports[name]:
+                if role is None or ref.role == role:
+                    yield ref
 
     def reference(self, kind, group, sub=None):
-        """The group's most common value of ``kind`` (rate_gbps, width, mtu, fw_ver per board, gid_index and sm_lid
-        per rail), memoised."""
+        """The group's most common value of ``kind``, memoised: rate_gbps, width and link_layer per role (``sub``,
+        compute when None), mtu per netdev key (``host_netdevs``; None: every compute netdev), fw_ver per board,
+        gid_index and sm_lid per rail."""
         key = (kind, group, sub)
         if key not in self._refs:
             self._refs[key] = self._compute_reference(kind, group, sub)
         return self._refs[key]
 
     def _compute_reference(self, kind, group, sub):
-        ports = list(self.group_ports(group))
-        if kind == "rate_gbps":
-            return _most_common(r.get("rate_gbps") for r in ports if r.active)
-        if kind == "width":
-            widths = [r.get("width") for r in ports if r.active]
-            return _most_common((width_lanes(w) for w in widths), prefer_high=True)
+        if kind in ("rate_gbps", "width", "link_layer"):
+            ports = list(self.group_ports(group, sub or "compute"))
+            if kind == "rate_gbps":
+                return _most_common(r.get("rate_gbps") for r in ports if r.active)
+            if kind == "link_layer":
+                return _most_common(r.get("link_layer") for r in ports if r.present)
+            return _most_common((width_lanes(r.get("width")) for r in ports if r.active), prefer_high=True)
         if kind == "mtu":
-            return _most_common(mtu for h in self.group_hosts(group) for _nd, mtu, _dev in self.host_netdevs(h))
+            return _most_common(mtu for h in self.group_hosts(group) for _nd, mtu, _dev, key in self.host_netdevs(h)
+                                if key == sub or (sub is None and key[0] in ("compute", "ipoib")))
+        ports = list(self.group_ports(group))
         if kind == "fw_ver":
             seen = {}
-            for r in ports:
+            for r in self.group_ports(group, None):
                 if r.dev is not None and board_of(r.dev) == sub:
                     seen[(r.host, r.device)] = r.dev.get("fw_ver")
             return _most_common(seen.values())
@@ -337,20 +372,29 @@ class Fabric:
         raise KeyError(kind)
 
     def host_netdevs(self, name):
-        """[(netdev, mtu, device)] of the host's expected ports and expected IPoIB netdevs that exist."""
+        """[(netdev, mtu, device, key)] of the host's checked ports and expected IPoIB netdevs that exist. ``key``
+        is what the MTU is compared with across the group: ``(role, index, "port")`` for a port's own netdev,
+        ``(role, index, "child")`` for another netdev of that port (a P_Key child), ``("ipoib", netdev, "")`` for an
+        IPoIB netdev of a port that is not checked."""
         host = self.hosts[name]
         netdevs = host["rdma"].get("netdevs") or {}
         out, seen = [], set()
-        wanted = [(r.get("netdev"), r.device) for r in self.ports[name] if r.present]
-        wanted += [(nd, (netdevs.get(nd) or {}).get("rdma_device")) for nd in host["ipoib"]]
-        for nd, dev in wanted:
+        refs = [r for r in self.all_ports[name] if r.present]
+        wanted = [(r.get("netdev"), r.device, (r.role, r.index, "port")) for r in refs]
+        for nd in host["ipoib"]:
+            info = netdevs.get(nd) or {}
+            ref = next((r for r in refs if r.device == info.get("rdma_device")
+                        and r.port == info.get("rdma_port", r.port)), None)
+            wanted.append((nd, info.get("rdma_device"), (ref.role, ref.index, "child") if ref is not None
+                           else ("ipoib", nd, "")))
+        for nd, dev, key in wanted:
             if nd and nd in netdevs and nd not in seen:
                 seen.add(nd)
-                out.append((nd, netdevs[nd].get("mtu"), dev))
+                out.append((nd, netdevs[nd].get("mtu"), dev, key))
         return out
 
     def rails(self, group):
-        """{rail: [PortRef]} of a group."""
+        """{rail: [PortRef]} of a group's compute ports."""
         out = {}
         for ref in self.group_ports(group):
             out.setdefault(ref.rail, []).append(ref)
@@ -377,21 +421,35 @@ def board_of(dev):
 
 
 def references_table(fabric):
-    """What the checks compared with where the spec is silent, for the report."""
+    """What the checks compared with where the spec is silent, for the report: per group the compute ports' rate,
+    width, MTU (``mtu``: every compute netdev; ``rail_mtu``: per rail), firmware per board, number of rails, and the
+    storage ports' (``storage``, when the group has any)."""
     refs = {}
     for group in ("infiniband", "roce"):
         if not fabric.group_hosts(group):
             continue
-        boards = sorted(set(board_of(r.dev) for r in fabric.group_ports(group) if r.dev is not None))
+        boards = sorted(set(board_of(r.dev) for r in fabric.group_ports(group, None) if r.dev is not None))
         width = fabric.reference("width", group)
         refs[group] = {
             "rate_gbps": fabric.spec["expected_rate_gbps"] if fabric.spec["expected_rate_gbps"] is not None
             else fabric.reference("rate_gbps", group),
             "width": fabric.spec["min_width"] or ("%dX" % width if width else None),
             "mtu": fabric.reference("mtu", group),
+            "rail_mtu": dict((str(rail), fabric.reference("mtu", group, ("compute", rail, "port")))
+                             for rail in sorted(fabric.rails(group))),
             "fw_ver": dict((b, fabric.reference("fw_ver", group, b)) for b in boards),
             "rails": len(fabric.rails(group)),
         }
+        storage = sorted(set(r.index for r in fabric.group_ports(group, "storage")))
+        if storage:
+            width = fabric.reference("width", group, "storage")
+            declared = fabric.spec["expected_storage_rate_gbps"]
+            refs[group]["storage"] = {
+                "ports": len(storage), "link_layer": fabric.reference("link_layer", group, "storage"),
+                "rate_gbps": declared if declared is not None else fabric.reference("rate_gbps", group, "storage"),
+                "width": "%dX" % width if width else None,
+                "mtu": dict((str(i), fabric.reference("mtu", group, ("storage", i, "port"))) for i in storage),
+            }
     if "roce" in refs:
         refs["roce"]["gid_index"] = dict((str(rail), fabric.reference("gid_index", "roce", rail))
                                          for rail in sorted(fabric.rails("roce")))

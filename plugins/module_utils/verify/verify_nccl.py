@@ -100,6 +100,26 @@ def _host_entries(analysis, hosts):
     return entries
 
 
+def _role_findings(entries, hosts):
+    """A warning per host whose NCCL used ports that are not its compute ports (``verify_plan.ports``)."""
+    out = []
+    for h in hosts:
+        name = h.get("inventory_hostname")
+        roles = dict(("%s:%s" % (p.get("device"), p.get("port")), p.get("role"))
+                     for p in (h.get("verify_plan") or {}).get("ports") or [])
+        other = ["%s (%s)" % (hca, roles[hca]) for hca in (entries.get(name) or {}).get("hcas") or []
+                 if roles.get(hca) not in (None, "compute")]
+        if other:
+            out.append(_finding(
+                name, "nccl_hcas", "NCCL on the compute ports only", "NCCL used %s" % ", ".join(other),
+                "NCCL_IB_HCA (in /etc/nccl.conf or the job's environment) selects ports that are not compute ports: "
+                "NCCL's traffic also runs over the storage or management network, and its rails no longer match "
+                "the other hosts'",
+                "write NCCL_IB_HCA from facts (ansible-playbook hpcnet.rdma.site --tags nccl), and take NCCL_IB_HCA "
+                "out of the launcher's environment (verify_launcher_env) or the container image", "warning"))
+    return out
+
+
 def test_verdict(test, fabric, analysis, stdout, rc, hosts, min_busbw=None):
     """One nccl-test run -> ``{test, fabric, rc, summary, hosts: {host: verdict}, findings, busbw, evidence}``."""
     names = [h.get("inventory_hostname") for h in hosts]
@@ -127,6 +147,7 @@ def test_verdict(test, fabric, analysis, stdout, rc, hosts, min_busbw=None):
             "the launcher or nccl-tests failed: %s" % (analysis.get("summary") or "no NCCL output"),
             "read the evidence lines; check passwordless SSH (mpirun) or the Slurm allocation (srun), and that "
             "%s exists on every host" % test))
+    findings += _role_findings(entries, hosts)
     wrong = _wrong_rows(busbw)
     if wrong or (foot["out_of_bounds"] or 0) > 0:
         findings.append(_finding(

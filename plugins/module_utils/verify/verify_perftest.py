@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The perftest matrix of the verify playbook: each client's result -> the report's rows and findings.
 
-A bandwidth result is compared with the line rate of the pair (the lower of the two ports' rates, Gb/s); under
+A result belongs to a rail (rail r of the client against rail r of the server, whatever the devices are called) or,
+with ``role: storage``, to a storage port (storage port i against storage port i); its rows keep the role and both
+devices. A bandwidth result is compared with the line rate of the pair (the lower of the two ports' rates, Gb/s); under
 ``min_pct`` % it is a finding, pinned on the host the other evidence points at (a host whose RoCE QoS state differs
 from the profile, or whose port a spec check found wrong) or else on the client. A test that produced no result is
 a finding with perftest's own failure (device, port, server not listening, QP to RTR/RTS, timeout).
@@ -44,6 +46,10 @@ def _low_fix(link_layer, suspect_host):
             "(ibdiagnet)" % where)
 
 
+def _where(r):
+    return "%s %s" % ("storage port" if r.get("role") == "storage" else "rail", r.get("rail"))
+
+
 def matrix(results, min_pct, spec_findings=None):
     """Client results (from the playbook) -> ``{perftest: [...], latency: [...], findings: [...]}``."""
     rows, latency, findings = [], [], []
@@ -53,6 +59,9 @@ def matrix(results, min_pct, spec_findings=None):
         failed = r.get("failure") or not summary
         base = {"rail": r.get("rail"), "client": r["client"], "server": r["server"], "device": r.get("device"),
                 "test": r.get("test")}
+        for key in ("role", "server_device"):
+            if r.get(key):
+                base[key] = r[key]
         if str(r.get("test", "")).endswith("_lat"):
             if not failed:
                 latency.append(dict(base, t_typical_us=summary.get("t_typical_us"), t_avg_us=summary.get("t_avg_us"),
@@ -68,7 +77,7 @@ def matrix(results, min_pct, spec_findings=None):
                 host, failure = r["server"], r["server_failure"]
             findings.append({
                 "host": host, "severity": "error", "check": "perftest_%s" % ("latency" if str(r.get("test", "")).endswith("_lat") else "bandwidth"),
-                "device": rail_hca.get(host), "expected": "%s %s -> %s on rail %s completes" % (r.get("test"), r["client"], r["server"], r.get("rail")),
+                "device": rail_hca.get(host), "expected": "%s %s -> %s on %s completes" % (r.get("test"), r["client"], r["server"], _where(r)),
                 "found": r.get("msg") or failure.get("cause") or "no result row",
                 "cause": failure.get("cause") or "perftest printed no result",
                 "fix": failure.get("fix") or "run the same test by hand and read its output"})
@@ -84,6 +93,6 @@ def matrix(results, min_pct, spec_findings=None):
                 "host": host or r["client"], "severity": "error", "check": "perftest_bandwidth",
                 "device": rail_hca.get(host or r["client"]),
                 "expected": ">= %s%% of %s Gb/s" % (min_pct, line),
-                "found": "%s -> %s rail %s: %s Gb/s (%s%%)" % (r["client"], r["server"], r.get("rail"), bw, pct),
+                "found": "%s -> %s %s: %s Gb/s (%s%%)" % (r["client"], r["server"], _where(r), bw, pct),
                 "cause": _low_cause(r.get("link_layer"), suspect), "fix": _low_fix(r.get("link_layer"), host)})
     return {"perftest": rows, "latency": latency, "findings": findings}

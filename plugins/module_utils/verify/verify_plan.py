@@ -5,12 +5,14 @@
 
 - ``input_errors``: the verify role's inputs that the argument spec cannot check (ranges, the perftest pairs), one
   message per problem, each naming the variable (the role's one validation path).
-- ``host_plan``: the group's link layer, the HCAs the group expects in rail order (rail i = the i-th HCA in natural
-  order: mlx5_2 before mlx5_10), the port, GID index (RoCE v2 IPv4 entry) and ToS of each rail, and whether
-  GPUDirect RDMA is expected.
+- ``host_plan``: the group's link layer, the host's rails (its compute ports in rail order, read through
+  ``port_roles.planned``: rail r is the r-th compute port in PCI order, whatever the device is called; or
+  ``verify_hcas`` in the order given) and its storage ports, each with its port, GID index (RoCE v2 IPv4 entry) and
+  ToS, every port with its role and rail (the report), and whether GPUDirect RDMA is expected.
 - ``nccl_conf``: ``/etc/nccl.conf`` text -> ``{NAME: value}`` as NCCL reads it (``NAME=VALUE`` lines, ``#`` comments).
 - ``nccl_conf_findings``: what in that file cannot work on this host (an NCCL_IB_HCA port that is not ACTIVE or not
-  there, an NCCL_IB_GID_INDEX that is not the port's RoCE v2 IPv4 GID), each with its cause and fix.
+  there, an NCCL_IB_GID_INDEX that is not the port's RoCE v2 IPv4 GID) or is not what it should be (an NCCL_IB_HCA
+  port that is not a compute port), each with its cause and fix.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,6 +23,7 @@ import math
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import GDR_MODES
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.perftest_rounds import pair_errors
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import GROUP_LINK_LAYER
 
@@ -71,53 +74,91 @@ def input_errors(inputs, hosts):
     return errors
 
 
-def _first_port(device):
-    ports = device.get("ports") or {}
-    if not ports:
-        return None, {}
-    number = sorted(ports, key=int)[0]
-    return int(number), ports[number]
+def _entry(role, index, name, number, port, present):
+    """One port of the plan: ``rail`` (compute) or ``index`` (storage) and what perftest needs to run on it."""
+    port = port or {}
+    rdma_cm = port.get("rdma_cm") or {}
+    ethernet = port.get("link_layer") == "Ethernet"
+    entry = {"role": role, "hca": name, "port": number, "present": present, "link_layer": port.get("link_layer"),
+             "state": port.get("state"), "rate_gbps": port.get("rate_gbps"),
+             "gid_index": port.get("roce_v2_ipv4_gid_index") if ethernet else None,
+             "tclass": rdma_cm.get("default_roce_tos") if ethernet else None, "netdev": port.get("netdev")}
+    entry["rail" if role == "compute" else "index"] = index
+    return entry
 
 
-def host_plan(rdma, group, hcas=None, gdr_mode="auto", gpu_driver=False):
-    """One host's expectations. Raises ValueError naming the field on a bad group, HCA list or GDR mode."""
+def _named_ports(devices, hcas):
+    """``verify_hcas`` (``dev`` = its first port, ``dev:port``) -> ``[(name, number, port facts or None, present)]``."""
+    out = []
+    for item in hcas:
+        name, sep, num = item.partition(":")
+        ports = (devices.get(name) or {}).get("ports") or {}
+        number = int(num) if sep and num.isdigit() else (int(sorted(ports, key=int)[0]) if ports else 1)
+        out.append((name, number, ports.get(str(number)), name in devices))
+    return out
+
+
+def host_plan(rdma, group, hcas=None, gdr_mode="auto", gpu_driver=False, fabrics=None):
+    """One host's expectations. ``fabrics``: the host's inventory groups (the default port roles of facts read without
+    them; default ``[group]``). Raises ValueError naming the field on a bad group, HCA list or GDR mode."""
     if group not in GROUP_LINK_LAYER:
         raise ValueError("the host must be in the infiniband or the roce group; got %r" % (group,))
     mode = str(gdr_mode).lower()
     if mode not in GDR_MODES:
         raise ValueError("verify_expect_gdr must be true, false or auto; got %r" % (gdr_mode,))
     link_layer = GROUP_LINK_LAYER[group]
-    devices = (rdma or {}).get("devices") or {}
+    planned = port_roles.planned(rdma or {}, [group] if fabrics is None else list(fabrics))
+    devices = planned.get("devices") or {}
+    by_role = planned.get("ports_by_role") or {}
+
+    def facts_of(pid):
+        name, num = pid.rsplit(":", 1)
+        return name, int(num), devices[name]["ports"][num], True
+
     if hcas:
-        if not isinstance(hcas, (list, tuple)) or not all(isinstance(h, str) for h in hcas):
-            raise ValueError("verify_hcas must be a list of RDMA device names (mlx5_0, ...); got %r" % (hcas,))
-        names = list(hcas)
+        if not isinstance(hcas, (list, tuple)) or not all(isinstance(h, str) and h for h in hcas):
+            raise ValueError("verify_hcas must be a list of RDMA device names (mlx5_0, ibp24s0, or dev:port); got %r"
+                             % (hcas,))
+        compute = _named_ports(devices, hcas)
     else:
-        names = sorted((d for d in devices if _first_port(devices[d])[1].get("link_layer") == link_layer),
-                       key=natural_key)
-    rails = []
-    for rail, name in enumerate(names):
-        number, port = _first_port(devices.get(name) or {})
-        rdma_cm = port.get("rdma_cm") or {}
-        rails.append({
-            "rail": rail,
-            "hca": name,
-            "port": number or 1,
-            "present": name in devices,
-            "link_layer": port.get("link_layer"),
-            "state": port.get("state"),
-            "rate_gbps": port.get("rate_gbps"),
-            "gid_index": port.get("roce_v2_ipv4_gid_index") if link_layer == "Ethernet" else None,
-            "tclass": rdma_cm.get("default_roce_tos") if link_layer == "Ethernet" else None,
-            "netdev": port.get("netdev"),
-        })
+        compute = [facts_of(pid) for pid in by_role.get("compute") or []]
+    taken = set((name, number) for name, number, _p, _present in compute)
+    storage = [facts_of(pid) for pid in by_role.get("storage") or []]
+    storage = [item for item in storage if (item[0], item[1]) not in taken]
+    rails = [_entry("compute", rail, *item) for rail, item in enumerate(compute)]
+    stor = [_entry("storage", index, *item) for index, item in enumerate(storage)]
+    ports = []
+    for role in port_roles.ROLES:
+        for pid in by_role.get(role) or []:
+            name, num = pid.rsplit(":", 1)
+            port = devices[name]["ports"][num]
+            ports.append({"device": name, "port": int(num), "role": role, "rail": port.get("rail"),
+                          "link_layer": port.get("link_layer"), "state": port.get("state"),
+                          "rate_gbps": port.get("rate_gbps"), "netdev": port.get("netdev")})
+    if hcas:  # verify_hcas names the rails: the ports it lists are compute, in its order
+        rail_of = dict(((r["hca"], r["port"]), r["rail"]) for r in rails)
+        for port in ports:
+            port["rail"] = rail_of.get((port["device"], port["port"]))
+            if port["rail"] is not None:
+                port["role"] = "compute"
     return {
         "group": group,
         "link_layer": link_layer,
         "rails": rails,
-        "hcas": names,
+        "hcas": _unique(r["hca"] for r in rails),
+        "storage": stor,
+        "storage_hcas": _unique(s["hca"] for s in stor),
+        "ports": ports,
         "gdr_expected": mode == "true" or (mode == "auto" and bool(gpu_driver)),
     }
+
+
+def _unique(names):
+    out = []
+    for name in names:
+        if name not in out:
+            out.append(name)
+    return out
 
 
 def nccl_conf(text):
@@ -150,8 +191,10 @@ def _hca_entries(value):
     return exclude, exact, entries
 
 
-def nccl_conf_findings(host, settings, rdma, path="/etc/nccl.conf"):
-    """Findings ``{host, severity, check, device, port, expected, found, cause, fix}`` for what cannot work."""
+def nccl_conf_findings(host, settings, rdma, path="/etc/nccl.conf", fabrics=None):
+    """Findings ``{host, severity, check, device, port, expected, found, cause, fix}`` for what cannot work, and for
+    an NCCL_IB_HCA that names a port of another role than compute or leaves out an ACTIVE compute port (warnings).
+    ``fabrics``: the host's groups (the default roles of facts read without them)."""
     findings = []
     devices = (rdma or {}).get("devices") or {}
     exclude, entries = _hca_entries(settings.get("NCCL_IB_HCA"))[0::2]
@@ -198,7 +241,40 @@ def nccl_conf_findings(host, settings, rdma, path="/etc/nccl.conf"):
                     "set NCCL_IB_GID_INDEX=%d (hpcnet.rdma.nccl writes it from facts: site.yml --tags nccl), or "
                     "remove it (NCCL 2.21+ picks RoCE v2 IPv4 itself)" % want))
                 break
+    if not exclude and entries:
+        findings += _role_findings(host, entries, port_roles.planned(rdma or {}, fabrics or ()), path)
     return findings
+
+
+def _role_findings(host, entries, planned, path):
+    """NCCL_IB_HCA against the roles: a listed port that is not compute, an ACTIVE compute port not listed."""
+    out = []
+    devices = planned.get("devices") or {}
+    named = set()
+    for name, number in entries:
+        ports = (devices.get(name) or {}).get("ports") or {}
+        for pnum in ([str(number)] if number else sorted(ports, key=int)):
+            named.add("%s:%s" % (name, pnum))
+            role = (ports.get(pnum) or {}).get("role")
+            if role not in (None, "compute"):
+                out.append(dict(_finding(
+                    host, "nccl_conf_hca", name, pnum, "compute ports only (a %s port is not a rail)" % role,
+                    "%s names %s:%s, a %s port" % (path, name, pnum, role),
+                    "NCCL_IB_HCA lists a port whose role is %s: NCCL sends its traffic over it too, onto the %s "
+                    "network, and pairs the rails of the hosts wrongly" % (role, role),
+                    "write NCCL_IB_HCA from this host's facts (hpcnet.rdma.nccl: site.yml --tags nccl lists the compute "
+                    "ports in rail order), or give the port the role compute (rdma_port_roles)"), severity="warning"))
+    for pid in (planned.get("ports_by_role") or {}).get("compute") or []:
+        name, pnum = pid.rsplit(":", 1)
+        if pid not in named and (devices[name]["ports"][pnum] or {}).get("state") == "ACTIVE":
+            out.append(dict(_finding(
+                host, "nccl_conf_hca", name, pnum, "every ACTIVE compute port (rail %s)"
+                % devices[name]["ports"][pnum].get("rail"), "%s does not name %s" % (path, pid),
+                "NCCL_IB_HCA leaves out an ACTIVE compute port: NCCL runs on fewer rails than the host has (less "
+                "bandwidth), and rail r of this host no longer meets rail r of the others",
+                "write NCCL_IB_HCA from this host's facts again (hpcnet.rdma.nccl: site.yml --tags nccl)"),
+                severity="warning"))
+    return out
 
 
 def _finding(host, check, device, port, expected, found, cause, fix):

@@ -4,14 +4,16 @@
 """The port and link checks of ``rdma_verify``: each compares a host's expected ports with the spec or the group.
 
 Pure Python (no Ansible imports). Each check is ``check(fabric, host) -> Outcome`` (``verify_fabric``); ``CHECKS`` in
-``rdma_verify`` lists them in report order:
+``rdma_verify`` lists them in report order. The compute ports (the rails) and the storage ports are checked, each
+against the references of its own role:
 - ``check_port_state``: every expected HCA and port exists and is ACTIVE/LinkUp (the cause and fix by port state);
-- ``check_link_layer``, ``check_rate``, ``check_width``, ``check_mtu``: the link runs the group's link layer, rate,
-  lanes and MTU (declared, or the group's most common);
+- ``check_link_layer``, ``check_rate``, ``check_width``, ``check_mtu``: the link runs the group's link layer (compute;
+  storage: the group's storage ports' most common, a warning), rate, lanes (declared, or the most common of the
+  role in the group) and MTU (declared, or the most common of the same rail or storage index in the group);
 - ``check_firmware``: each HCA runs the declared firmware, or its board's most common in the group;
-- ``check_gid_index``: RoCE ports have a RoCE v2 IPv4 GID, at the same index on every host of the rail;
-- ``check_subnet_manager`` and ``fabric_subnet_manager``: InfiniBand ports see the rail's master SM; a rail where no
-  port sees one is one fabric finding.
+- ``check_gid_index`` (compute): RoCE ports have a RoCE v2 IPv4 GID, at the same index on every host of the rail;
+- ``check_subnet_manager`` and ``fabric_subnet_manager`` (compute): InfiniBand ports see the rail's master SM; a rail
+  where no port sees one is one fabric finding.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -79,12 +81,12 @@ def check_port_state(fabric, host):
     if not refs:
         return Outcome([finding(
             host, "error", "port_state", None, None, "an %s port" % h["link_layer"], "no %s port" % h["link_layer"],
-            "the host has no RDMA port of its group's link layer: the HCAs are missing, their driver is not loaded, "
-            "or the ports run the other link layer",
+            "the host has no compute port of its group's link layer: the HCAs are missing, their driver is not "
+            "loaded, the ports run the other link layer, or rdma_port_roles gives them another role",
             "`rdma link` and `lspci -d 15b3:`; load mlx5_ib, or set the card's LINK_TYPE (hpcnet.rdma.firmware), or "
-            "move the host to the right group")])
+            "move the host to the right group, or give its rails the role compute (rdma_port_roles)")])
     out = []
-    for ref in refs:
+    for ref in fabric.all_ports[host]:
         if ref.dev is None:
             out.append(finding(host, "error", "port_state", ref.device, ref.port, "HCA %s present" % ref.device,
                                "absent", "the HCA is not an RDMA device on this host: the card is missing or "
@@ -103,14 +105,26 @@ def check_port_state(fabric, host):
 
 
 def check_link_layer(fabric, host):
-    """Every expected port runs the group's link layer (InfiniBand for infiniband, Ethernet for roce)."""
+    """Every compute port runs the group's link layer (InfiniBand for infiniband, Ethernet for roce); a storage port
+    the most common link layer of the group's storage ports (a warning)."""
     h = fabric.hosts[host]
-    refs = [r for r in fabric.ports[host] if r.present]
+    refs = [r for r in fabric.all_ports[host] if r.present]
     if not refs:
         return SKIP
     out = []
     for ref in refs:
         found = ref.get("link_layer")
+        if ref.role != "compute":
+            usual = fabric.reference("link_layer", h["group"], ref.role)
+            if usual is not None and found != usual:
+                out.append(finding(
+                    host, "warning", "link_layer", ref.device, ref.port,
+                    "%s (most common link layer of the %s ports of the %s group)" % (usual, ref.role, h["group"]),
+                    found, "this %s port runs another link layer than the %s ports of the other hosts: another card, "
+                    "or a card whose LINK_TYPE differs" % (ref.role, ref.role),
+                    "check the card's LINK_TYPE (`mlxconfig -d %s q LINK_TYPE_P%d`) and rdma_port_roles"
+                    % (ref.dev.get("pci_address") or ref.device, card_port(ref.dev.get("pci_address"), 1))))
+            continue
         if found == h["link_layer"]:
             continue
         wanted = "IB" if h["link_layer"] == "InfiniBand" else "ETH"
@@ -125,19 +139,29 @@ def check_link_layer(fabric, host):
     return Outcome(out)
 
 
+def _rate_expected(fabric, group, role):
+    """(expected rate, where it comes from, the variable that declares it) of the ports of ``role``."""
+    variable = "verify_expected_rate_gbps" if role == "compute" else "verify_expected_storage_rate_gbps"
+    declared = fabric.spec["expected_rate_gbps" if role == "compute" else "expected_storage_rate_gbps"]
+    if declared is not None:
+        return declared, "spec (%s)" % variable, variable
+    return (fabric.reference("rate_gbps", group, role), "most common rate of the %s group" % group
+            if role == "compute" else "most common rate of the %s ports of the %s group" % (role, group), variable)
+
+
 def check_rate(fabric, host):
-    """Every ACTIVE expected port runs at spec.expected_rate_gbps, or at the group's most common rate."""
+    """Every ACTIVE port runs at spec.expected_rate_gbps (storage ports: spec.expected_storage_rate_gbps), or at the
+    most common rate of the ports of its role in the group."""
     h = fabric.hosts[host]
-    refs = [r for r in fabric.ports[host] if r.active and r.get("rate_gbps") is not None]
-    declared = fabric.spec["expected_rate_gbps"]
-    expected = declared if declared is not None else fabric.reference("rate_gbps", h["group"])
-    if not refs or expected is None:
-        return SKIP
-    source = "spec (verify_expected_rate_gbps)" if declared is not None else "most common rate of the %s group" % (
-        h["group"])
+    refs = [r for r in fabric.all_ports[host] if r.active and r.get("rate_gbps") is not None]
+    ran = False
     out = []
     for ref in refs:
         rate = ref.get("rate_gbps")
+        expected, source, variable = _rate_expected(fabric, h["group"], ref.role)
+        if expected is None:
+            continue
+        ran = True
         if rate < expected:
             out.append(finding(
                 host, "error", "rate", ref.device, ref.port, "%g Gb/s (%s)" % (expected, source), "%g Gb/s" % rate,
@@ -150,22 +174,34 @@ def check_rate(fabric, host):
                 host, "warning", "rate", ref.device, ref.port, "%g Gb/s (%s)" % (expected, source), "%g Gb/s" % rate,
                 "the port runs faster than the %s: another card or fabric than the rest of the group; its peers "
                 "limit it to their rate" % source,
-                "if %g Gb/s is right for the whole group, set verify_expected_rate_gbps; otherwise check that this "
-                "host belongs to the %s group" % (rate, h["group"])))
-    return Outcome(out)
+                "if %g Gb/s is right for the whole group, set %s; otherwise check that this "
+                "host belongs to the %s group%s" % (rate, variable, h["group"], "" if ref.role == "compute" else
+                                                    " and that the port's role is right (rdma_port_roles)")))
+    return Outcome(out) if ran else SKIP
+
+
+def _width_expected(fabric, group, role):
+    """(lanes, where they come from) of the ports of ``role``: spec.min_width is the compute ports'."""
+    declared = fabric.spec["min_width"] if role == "compute" else None
+    if declared:
+        return width_lanes(declared), "spec min_width"
+    if role == "compute":
+        return fabric.reference("width", group, role), "most common width of the %s group" % group
+    return fabric.reference("width", group, role), "most common width of the %s ports of the %s group" % (role, group)
 
 
 def check_width(fabric, host):
-    """Every ACTIVE expected port has at least spec.min_width lanes (default: the group's most common width)."""
+    """Every ACTIVE compute port has at least spec.min_width lanes (default: the most common width of the group's
+    compute ports); a storage port the most common width of the group's storage ports."""
     h = fabric.hosts[host]
-    refs = [r for r in fabric.ports[host] if r.active and width_lanes(r.get("width"))]
-    declared = fabric.spec["min_width"]
-    lanes = width_lanes(declared) if declared else fabric.reference("width", h["group"])
-    if not refs or lanes is None:
-        return SKIP
-    source = "spec min_width" if declared else "most common width of the %s group" % h["group"]
+    refs = [r for r in fabric.all_ports[host] if r.active and width_lanes(r.get("width"))]
+    ran = False
     out = []
     for ref in refs:
+        lanes, source = _width_expected(fabric, h["group"], ref.role)
+        if lanes is None:
+            continue
+        ran = True
         if width_lanes(ref.get("width")) < lanes:
             out.append(finding(
                 host, "error", "width", ref.device, ref.port, "%dX or more (%s)" % (lanes, source), ref.get("width"),
@@ -173,31 +209,45 @@ def check_width(fabric, host):
                 "or a dirty connector",
                 "`mlxlink -d %s -p %s -m -c` (lanes, BER, cable); clean, reseat or replace the cable or transceiver"
                 % (ref.device, ref.port)))
-    return Outcome(out)
+    return Outcome(out) if ran else SKIP
+
+
+def _mtu_where(key, group):
+    role, index, kind = key
+    if role == "ipoib":
+        return "most common MTU of %s in the %s group" % (index, group)
+    what = "rail %d" % index if role == "compute" else "%s port %d" % (role, index)
+    return "most common MTU of %s%s in the %s group" % (what, " (P_Key child)" if kind == "child" else "", group)
 
 
 def check_mtu(fabric, host):
-    """The MTU of the RoCE / IPoIB netdevs is expect.mtu (error), or the group's most common MTU (warning)."""
+    """The MTU of the RoCE / IPoIB netdevs is expect.mtu (storage ports: expect.storage_mtu) (error), or the most
+    common MTU of the same rail or storage index in the group (warning): like is compared with like."""
     h = fabric.hosts[host]
     netdevs = fabric.host_netdevs(host)
-    expected = h["mtu"] if h["mtu"] is not None else fabric.reference("mtu", h["group"])
-    if not netdevs or expected is None:
+    if not netdevs:
         return SKIP
-    declared = h["mtu"] is not None
+    ran = False
     out = []
-    for nd, mtu, dev in netdevs:
+    for nd, mtu, dev, key in netdevs:
+        wanted = h["storage_mtu"] if key[0] == "storage" else h["mtu"]
+        declared = wanted is not None
+        expected = wanted if declared else fabric.reference("mtu", h["group"], key)
+        if expected is None:
+            continue
+        ran = True
         if mtu == expected:
             continue
         out.append(finding(
             host, "error" if declared else "warning", "mtu", dev, _netdev_port(h, nd),
-            "%d (%s)" % (expected, "declared" if declared else "most common MTU of the %s group" % h["group"]),
+            "%d (%s)" % (expected, "declared" if declared else _mtu_where(key, h["group"])),
             "%s on %s" % (mtu, nd),
             "the MTU of %s differs from %s: RoCE and RDMA-CM derive the path MTU from it, so traffic runs with smaller "
             "packets (less bandwidth), and IP peers with a larger MTU lose their large packets"
-            % (nd, "the declared one" if declared else "the rest of the group"),
+            % (nd, "the declared one" if declared else "the same port of the other hosts"),
             "`ip link set %s mtu %d` and make it persistent (hpcnet.rdma.roce roce_mtu, or the IPoIB settings of "
             "hpcnet.rdma.infiniband); the switch ports must allow it too" % (nd, expected)))
-    return Outcome(out)
+    return Outcome(out) if ran else SKIP
 
 
 def _netdev_port(h, netdev):
@@ -209,7 +259,7 @@ def check_firmware(fabric, host):
     """
     h = fabric.hosts[host]
     seen = []
-    for ref in fabric.ports[host]:
+    for ref in fabric.all_ports[host]:
         if ref.dev is not None and ref.dev.get("fw_ver") and ref.device not in [s.device for s in seen]:
             seen.append(ref)
     if not seen:

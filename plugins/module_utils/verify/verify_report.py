@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Gather what the verify playbook's phases left on each host into the fabric report (fabric_report.build_report).
 
-Per host (its variables): ``verify_plan`` (group), ``verify_perftest_results`` (the tests it ran as client),
-``__verify_nccl_conf_findings``, ``verify_counter_deltas`` and ``__verify_counter_findings``. Once for the play:
-the spec checks' result (``hpcnet.rdma.rdma_verify``) and the nccl-tests verdicts.
+Per host (its variables): ``verify_plan`` (group, and its ports with their role and rail), ``verify_perftest_results``
+(the tests it ran as client), ``__verify_nccl_conf_findings``, ``verify_counter_deltas`` and
+``__verify_counter_findings``. Once for the play: the spec checks' result (``hpcnet.rdma.rdma_verify``), the
+nccl-tests verdicts and the rails the perftest matrix left untested (``perftest_unpaired``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -30,7 +31,8 @@ def _nccl_hosts(verdicts):
 
 
 def assemble(parts, min_pct, meta=None):
-    """``{hosts: [host variables], spec: rdma_verify result, nccl: [verdicts]}`` -> the fabric report dict."""
+    """``{hosts: [host variables], spec: rdma_verify result, nccl: [verdicts], perftest_unpaired: [findings]}`` -> the
+    fabric report dict."""
     hostvars = [h for h in parts.get("hosts") or [] if h.get("verify_plan")]
     spec = parts.get("spec") or {}
     spec_findings = list(spec.get("findings") or [])
@@ -46,11 +48,14 @@ def assemble(parts, min_pct, meta=None):
             findings.extend(conf)
         findings.extend(h.get("__verify_counter_findings") or [])
         hosts[name] = {"group": h["verify_plan"].get("group"), "checks": checks}
+        if h["verify_plan"].get("ports") is not None:
+            hosts[name]["ports"] = [_port_row(p) for p in h["verify_plan"]["ports"]]
         results.extend(h.get("verify_perftest_results") or [])
         if h.get("verify_counter_deltas") is not None:
             counters[name] = h["verify_counter_deltas"]
     matrix = verify_perftest.matrix(results, min_pct, findings)
     findings.extend(matrix["findings"])
+    findings.extend(parts.get("perftest_unpaired") or [])
     nccl, nccl_findings = _nccl_hosts(parts.get("nccl"))
     findings.extend(nccl_findings)
     meta = dict(meta or {})
@@ -61,6 +66,15 @@ def assemble(parts, min_pct, meta=None):
         meta["thresholds"]["min_busbw_gbps"] = float(busbw)
     return fabric_report.build_report(hosts=hosts, findings=findings, perftest=matrix["perftest"], nccl=nccl,
                                       counters=counters, meta=meta, latency=matrix["latency"] or None)
+
+
+def _port_row(port):
+    """A port of ``verify_plan.ports`` as the report lists it (null values left out)."""
+    row = {"id": "%s:%s" % (port.get("device"), port.get("port")), "role": port.get("role")}
+    for key in ("rail", "link_layer", "state", "rate_gbps", "netdev"):
+        if port.get(key) is not None:
+            row[key] = port[key]
+    return row
 
 
 def finding_line(finding):

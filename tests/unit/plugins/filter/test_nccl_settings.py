@@ -8,20 +8,26 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpcnet.rdma.plugins.filter.nccl_settings import nccl_settings
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 
 
 def _port(link_layer, state="ACTIVE", gid_index=None, rate=400.0):
     return {"link_layer": link_layer, "state": state, "rate_gbps": rate, "roce_v2_ipv4_gid_index": gid_index}
 
 
-def _facts(ports_by_device):
-    return {"devices": {dev: {"ports": {str(n): p for n, p in ports.items()}} for dev, ports in ports_by_device.items()}}
+def _facts(ports_by_device, pci=None):
+    """``pci`` maps a device to its PCI address (the rails follow PCI order)."""
+    return {"devices": {dev: {"pci_address": (pci or {}).get(dev), "ports": {str(n): p for n, p in ports.items()}}
+                        for dev, ports in ports_by_device.items()}}
 
 
-IB_12 = _facts({"mlx5_%d" % i: {1: _port("InfiniBand")} for i in range(12)})
+IB_12 = _facts({"mlx5_%d" % i: {1: _port("InfiniBand")} for i in range(12)},
+               dict(("mlx5_%d" % i, "0000:%02x:00.0" % (0x10 + i)) for i in range(12)))
 
 
-def test_infiniband_lists_active_ports_in_natural_order_with_exact_match():
+# Adjusted for issue 23: NCCL_IB_HCA follows the rails (PCI order), no longer the names' natural order; these cards'
+# PCI order is their names' order.
+def test_infiniband_lists_active_ports_in_rail_order_with_exact_match():
     plan = nccl_settings(IB_12, "infiniband", "eth0")
     assert plan["settings"]["NCCL_IB_HCA"] == "=" + ",".join("mlx5_%d:1" % i for i in range(12))
     assert "NCCL_IB_GID_INDEX" not in plan["settings"]
@@ -230,3 +236,75 @@ def test_extra_settings_given_as_a_string_are_refused_by_name():
     plan = nccl_settings(_ib_rdma({"0xffff": 0}), socket_ifname="eth0", extra="NCCL_DEBUG=INFO", on_error="return")
     assert plan["errors"] == ["nccl_extra_settings takes a mapping of NCCL variables to values ({NCCL_DEBUG: WARN}); "
                               "got 'NCCL_DEBUG=INFO'"]
+
+
+# -- issue 23: the compute ports in rail order, never a storage, management or unused port ------------------------------
+V4_GIDS = [{"index": 0, "gid": "fe80:0000:0000:0000:0000:0000:0000:0001", "type": "IB/RoCE v1"},
+           {"index": 3, "gid": "0000:0000:0000:0000:0000:ffff:0a00:010b", "type": "RoCE v2"}]
+# a DGX-like host: 8 InfiniBand compute cards whose PCI order is not their names' order, and a BlueField-3 with two
+# Ethernet storage ports (up, with an IPv4 address)
+DGX_BUSES = {"mlx5_0": "9a", "mlx5_1": "18", "mlx5_2": "ce", "mlx5_3": "40", "mlx5_4": "dc", "mlx5_5": "4f",
+             "mlx5_6": "c0", "mlx5_7": "5e"}
+DGX_RAILS = ["mlx5_1", "mlx5_3", "mlx5_5", "mlx5_7", "mlx5_0", "mlx5_6", "mlx5_2", "mlx5_4"]
+
+
+def _dgx():
+    devices = dict((name, {"pci_address": "0000:%s:00.0" % bus, "ports": {"1": _port("InfiniBand")}})
+                   for name, bus in DGX_BUSES.items())
+    for fn in (0, 1):
+        port = dict(_port("Ethernet", gid_index=5 + fn, rate=200.0), gids=V4_GIDS, netdev="enp170s0f%dnp%d" % (fn, fn))
+        devices["mlx5_%d" % (8 + fn)] = {"pci_address": "0000:aa:00.%d" % fn, "ports": {"1": port}}
+    return {"devices": devices}
+
+
+@pytest.mark.parametrize("annotated", [True, False], ids=["facts-with-roles", "facts-without-roles"])
+def test_dgx_nccl_ib_hca_lists_the_compute_ports_in_rail_order_and_no_storage_port(annotated):
+    rdma = _dgx()
+    if annotated:  # as rdma_facts writes them
+        port_roles.annotate(rdma, None, ["infiniband"], [])
+    plan = nccl_settings(rdma, "infiniband", "eth0", fabrics=["infiniband"])
+    assert plan["settings"]["NCCL_IB_HCA"] == "=" + ",".join("%s:1" % name for name in DGX_RAILS)
+    assert [(p["device"], p["rail"]) for p in plan["ports"]] == [(name, rail) for rail, name in enumerate(DGX_RAILS)]
+    assert plan["skipped"] == [{"device": "mlx5_8", "port": 1, "reason": "role storage"},
+                               {"device": "mlx5_9", "port": 1, "reason": "role storage"}]
+    # auto on a host in both groups: InfiniBand compute, Ethernet storage
+    both = nccl_settings(_dgx(), "auto", "eth0", fabrics=["infiniband", "roce"])
+    assert both["fabric"] == "infiniband" and "mlx5_8" not in both["settings"]["NCCL_IB_HCA"]
+
+
+def _roce_8_2(names, buses, storage_gid=7):
+    """A RoCE host with 8 compute and 2 storage ports; ``names`` and ``buses`` list the 10 devices (the last two
+    storage, chosen with rdma_port_roles by PCI address as a site would)."""
+    devices = {}
+    for index, (name, bus) in enumerate(zip(names, buses)):
+        gid = 3 if index < 8 else storage_gid
+        port = dict(_port("Ethernet", gid_index=gid), gids=V4_GIDS, netdev="ens%d" % index)
+        devices[name] = {"pci_address": "0000:%s:00.0" % bus, "ports": {"1": port}}
+    entries = [{"role": "storage", "devices": ["%s:00" % bus for bus in buses[8:]]}]
+    return port_roles.annotate({"devices": devices}, entries, ["roce"], [])
+
+
+def test_roce_8_plus_2_gid_index_consistency_covers_the_compute_ports_only():
+    names = ["rocep%ds0" % int(bus, 16) for bus in ("0c", "1a", "2b", "3c", "8c", "9a", "ab", "bc", "d0", "e0")]
+    rdma = _roce_8_2(names, ["0c", "1a", "2b", "3c", "8c", "9a", "ab", "bc", "d0", "e0"])
+    plan = nccl_settings(rdma, "roce", "eth0", traffic_class=106, fabrics=["roce"])
+    assert plan["settings"]["NCCL_IB_HCA"] == "=" + ",".join("%s:1" % name for name in names[:8])
+    assert plan["settings"]["NCCL_IB_GID_INDEX"] == 3  # the storage ports' GID index 7 does not count
+    assert [s["reason"] for s in plan["skipped"]] == ["role storage", "role storage"]
+
+
+def test_management_and_unused_ports_never_reach_nccl_conf():
+    rdma = _facts({"mlx5_0": {1: _port("InfiniBand")}, "mlx5_1": {1: _port("InfiniBand")},
+                   "mlx5_2": {1: _port("InfiniBand")}},
+                  {"mlx5_0": "0000:18:00.0", "mlx5_1": "0000:40:00.0", "mlx5_2": "0000:4f:00.0"})
+    rdma["devices"]["mlx5_0"]["ports"]["1"]["netdev"] = "ibp24s0"
+    port_roles.annotate(rdma, [{"role": "unused", "devices": ["mlx5_2"]}], ["infiniband"], ["ibp24s0"])
+    plan = nccl_settings(rdma, "infiniband", "eth0", fabrics=["infiniband"])
+    assert plan["settings"]["NCCL_IB_HCA"] == "=mlx5_1:1"
+    assert [(s["device"], s["reason"]) for s in plan["skipped"]] == [("mlx5_0", "role management"),
+                                                                     ("mlx5_2", "role unused")]
+
+
+def test_fabrics_must_be_a_list_of_group_names():
+    plan = nccl_settings(IB_12, "infiniband", "eth0", fabrics="infiniband", on_error="return")
+    assert plan["errors"][0].startswith("nccl_settings: fabrics must be the host's inventory groups")

@@ -271,6 +271,18 @@ def _mutations():
     mutated("counter float", lambda r: r["counters"]["node1"]["mlx5_0/1"].update(symbol_error=2.5))
     mutated("counter port not object", lambda r: r["counters"]["node1"].update(eth0=5))
     mutated("counter empty port name", lambda r: r["counters"]["node1"].update({"": {}}))
+    port = {"id": "ibp24s0:1", "role": "compute", "rail": 0, "link_layer": "InfiniBand", "state": "ACTIVE",
+            "rate_gbps": 400.0, "netdev": "ibp24s0"}
+    mutated("host ports", lambda r: r["hosts"]["node1"].update(ports=[port, {"id": "roce0:1", "role": "storage"}]))
+    mutated("host ports not a list", lambda r: r["hosts"]["node1"].update(ports={"ibp24s0:1": "compute"}))
+    mutated("port role gpu", lambda r: r["hosts"]["node1"].update(ports=[dict(port, role="gpu")]))
+    mutated("port rail -1", lambda r: r["hosts"]["node1"].update(ports=[dict(port, rail=-1)]))
+    mutated("port rate null", lambda r: r["hosts"]["node1"].update(ports=[dict(port, rate_gbps=None)]))
+    mutated("port without id", lambda r: r["hosts"]["node1"].update(ports=[{"role": "unused"}]))
+    mutated("port extra key", lambda r: r["hosts"]["node1"].update(ports=[dict(port, slot=3)]))
+    mutated("perftest role storage", lambda r: r["perftest"][0].update(role="storage"))
+    mutated("perftest role unused", lambda r: r["perftest"][0].update(role="unused"))
+    mutated("latency role storage", lambda r: r["latency"][0].update(role="storage"))
     return samples
 
 
@@ -290,7 +302,7 @@ def test_schema_file_is_a_valid_draft_2020_12_schema():
 
 
 @pytest.mark.parametrize("definition, fields", [
-    ("host", fr.HOST_FIELDS), ("finding", fr.FINDING_FIELDS), ("perftest", fr.PERFTEST_FIELDS),
+    ("host", fr.HOST_FIELDS), ("port", fr.PORT_FIELDS), ("finding", fr.FINDING_FIELDS), ("perftest", fr.PERFTEST_FIELDS),
     ("latency", fr.LATENCY_FIELDS), ("nccl", fr.NCCL_FIELDS), ("meta", fr.META_FIELDS),
 ])
 def test_schema_objects_have_the_same_keys_and_required_keys_as_the_validator(definition, fields):

@@ -75,3 +75,13 @@ def test_footer_reads_real_nccl_tests_footers():
     assert verify_nccl.footer("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 194.675 \n#\n") == \
         {"out_of_bounds": 0, "avg_busbw": 194.675}
     assert verify_nccl.footer("no footer") == {"out_of_bounds": None, "avg_busbw": None}
+
+
+def test_nccl_on_a_port_that_is_not_a_compute_port_is_a_warning():
+    hosts = [dict(h, verify_plan={"ports": [{"device": "mlx5_0", "port": 1, "role": "storage"},
+                                            {"device": "mlx5_1", "port": 1, "role": "compute", "rail": 0}]})
+             if h["inventory_hostname"] == "node02" else h for h in HOSTS]
+    v = verify_nccl.test_verdict("all_reduce_perf", "roce", _analysis(), "# Out of bounds values : 0 OK\n", 0, hosts)
+    (f,) = v["findings"]
+    assert (f["host"], f["check"], f["severity"], f["found"]) == ("node02", "nccl_hcas", "warning",
+                                                                  "NCCL used mlx5_0:1 (storage)")

@@ -24,12 +24,22 @@ ROCE_GIDS = [{"index": 0, "gid": "fe80:0000:0000:0000:0000:0000:0000:0001", "typ
              {"index": 3, "gid": "0000:0000:0000:0000:0000:ffff:0a00:000b", "type": "RoCE v2"}]
 
 
-def test_rails_in_natural_order_of_the_group_link_layer():
-    facts = _facts({"mlx5_10": _port("InfiniBand"), "mlx5_2": _port("InfiniBand"), "mlx5_3": _port("Ethernet")})
+# Adjusted for issue 23 (was: rails in the natural order of the names, mlx5_2 before mlx5_10): the rails are the
+# compute ports in PCI order, whatever the devices are called; an Ethernet port with an address is a storage port.
+def test_rails_are_the_compute_ports_in_pci_order_and_storage_ports_apart():
+    facts = _facts({"mlx5_10": _port("InfiniBand"), "mlx5_2": _port("InfiniBand"),
+                    "mlx5_3": _port("Ethernet", gid_index=3, gids=ROCE_GIDS, tos=106)})
+    for name, pci in (("mlx5_10", "0000:18:00.0"), ("mlx5_2", "0000:40:00.0"), ("mlx5_3", "0000:aa:00.0")):
+        facts["devices"][name]["pci_address"] = pci
     plan = verify_plan.host_plan(facts, "infiniband")
-    assert plan["hcas"] == ["mlx5_2", "mlx5_10"]
-    assert [r["rail"] for r in plan["rails"]] == [0, 1]
+    assert plan["hcas"] == ["mlx5_10", "mlx5_2"]
+    assert [(r["rail"], r["role"]) for r in plan["rails"]] == [(0, "compute"), (1, "compute")]
     assert plan["rails"][0]["gid_index"] is None and plan["link_layer"] == "InfiniBand"
+    assert plan["storage_hcas"] == ["mlx5_3"]
+    assert [(s["index"], s["hca"], s["link_layer"], s["gid_index"], s["tclass"]) for s in plan["storage"]] == [
+        (0, "mlx5_3", "Ethernet", 3, 106)]
+    assert [(p["device"], p["role"], p["rail"]) for p in plan["ports"]] == [
+        ("mlx5_10", "compute", 0), ("mlx5_2", "compute", 1), ("mlx5_3", "storage", None)]
 
 
 def test_roce_rail_takes_gid_index_and_tos_from_facts_and_gdr_auto_follows_the_gpu_driver():
