@@ -9,19 +9,29 @@ from __future__ import absolute_import, division, print_function
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware import firmware_select
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 
 __metaclass__ = type
 
 
-def firmware_cards(rdma):
-    """``ansible_facts.rdma`` -> one entry per ConnectX card ``{pci, devices, functions, board_id}``."""
-    return firmware_select.cards((rdma or {}).get("devices"))
+def _devices(rdma, fabrics):
+    """The devices of ``ansible_facts.rdma`` with each port's role (``role:`` selectors): as ``rdma_facts`` wrote them,
+    or, with ``fabrics`` (the host's inventory groups) for facts read without them, the default roles."""
+    if fabrics is None or not isinstance(rdma, dict):
+        return (rdma or {}).get("devices")
+    return port_roles.planned(rdma, fabrics).get("devices")
 
 
-def firmware_targets(rdma, entries, infos=None, on_error="raise"):
+def firmware_cards(rdma, fabrics=None):
+    """``ansible_facts.rdma`` -> one entry per ConnectX card ``{pci, devices, functions, board_id, part_number,
+    roles}``."""
+    return firmware_select.cards(_devices(rdma, fabrics))
+
+
+def firmware_targets(rdma, entries, infos=None, on_error="raise", fabrics=None):
     """``ansible_facts.rdma`` + ``firmware_mlxconfig`` -> ``[{pci, devices, params, entries}]`` per selected card."""
     try:
-        return firmware_select.targets((rdma or {}).get("devices"), entries or [], infos or {})
+        return firmware_select.targets(_devices(rdma, fabrics), entries or [], infos or {})
     except firmware_select.SelectError as exc:
         if on_error == "return":
             return {"error": str(exc)}
@@ -38,9 +48,9 @@ def firmware_after_reboot(before, results):
     return firmware_select.after_reboot(before, results)
 
 
-def firmware_unmatched(rdma, entries, infos=None):
+def firmware_unmatched(rdma, entries, infos=None, fabrics=None):
     """Selectors of ``firmware_mlxconfig`` that pick no card on this host, as ``firmware_mlxconfig[i].devices: X``."""
-    return firmware_select.unmatched_selectors((rdma or {}).get("devices"), entries or [], infos or {})
+    return firmware_select.unmatched_selectors(_devices(rdma, fabrics), entries or [], infos or {})
 
 
 def firmware_missing_params(targets, reads):

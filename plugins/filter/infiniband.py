@@ -16,9 +16,10 @@ __metaclass__ = type
 
 def infiniband_plan(rdma, partitions=None, default_partition=None, ipoib=None, sm=False, sm_priority=0,
                     sm_devices=None, hosts=None, host_index=None, ipoib_addresses=None, link_type_devices=None,
-                    keep_netdevs=None):
+                    keep_netdevs=None, fabrics=None):
     """``ansible_facts.rdma`` and the role's inputs -> ``{ports, link_type_ports, sm, partitions, partitions_conf,
-    ipoib, errors}`` (module_utils/infiniband/infiniband.py); input errors are returned in ``errors``, never raised."""
+    ipoib, errors}`` (module_utils/infiniband/infiniband.py); input errors are returned in ``errors``, never raised.
+    ``fabrics``: the host's inventory groups, for the port roles of facts read without them."""
     if not isinstance(rdma, dict) or "devices" not in rdma:
         raise AnsibleFilterError("infiniband_plan: expected ansible_facts.rdma from hpcnet.rdma.rdma_facts")
     if ipoib_addresses is None:
@@ -26,15 +27,16 @@ def infiniband_plan(rdma, partitions=None, default_partition=None, ipoib=None, s
     return infiniband.plan(rdma, partitions if partitions is not None else [], default_partition, ipoib, sm,
                            sm_priority, sm_devices or [], hosts or {}, host_index,
                            infiniband.enhanced_ipoib_netdevs(ipoib_addresses),
-                           link_type_devices or [], keep_netdevs or [])
+                           link_type_devices or [], keep_netdevs or [], fabrics)
 
 
-def infiniband_link_type_mlxconfig(rdma, ports=None, devices=None, keep_netdevs=None):
+def infiniband_link_type_mlxconfig(rdma, ports=None, devices=None, keep_netdevs=None, fabrics=None):
     """Ports (``[{device, port}]``; or, when None, the Ethernet ports that ``devices`` selects, as the plan's
-    ``link_type_ports``) -> firmware_mlxconfig entries setting their card port to InfiniBand: ``LINK_TYPE_P<n>=IB``
-    with n = the PCI function of the device + 1 (function N-1 drives card port N)."""
+    ``link_type_ports``: compute ports only, the plan refuses the others) -> firmware_mlxconfig entries setting their
+    card port to InfiniBand: ``LINK_TYPE_P<n>=IB`` with n = the PCI function of the device + 1 (function N-1 drives
+    card port N)."""
     if ports is None:
-        ports = infiniband.ethernet_ports(rdma or {}, devices or [], keep_netdevs or [])
+        ports = infiniband.ethernet_ports(rdma or {}, devices or [], keep_netdevs or [], fabrics)
     out = []
     for port in ports or []:
         dev = ((rdma or {}).get("devices") or {}).get(port.get("device")) or {}

@@ -26,15 +26,26 @@ options:
   entries:
     description:
       - The desired parameters, as the firmware role's C(firmware_mlxconfig) list of C({devices, params}); a
-        selector in C(devices) is V(all), PCI addresses, RDMA device names, part numbers or PSIDs. Later entries win.
+        selector in C(devices) is V(all), PCI addresses, RDMA device names, part numbers, PSIDs or V(role:<port role>)
+        (V(role:compute), V(role:storage), V(role:management), V(role:unused) - a card with a port of that role, the
+        ports' C(role) in O(devices)). Later entries win.
       - Empty reads nothing unless O(read_all).
     type: list
     elements: dict
     default: []
   devices:
-    description: The host's RDMA devices as C(ansible_facts.rdma.devices) (M(hpcnet.rdma.rdma_facts)).
+    description:
+      - The host's RDMA devices as C(ansible_facts.rdma.devices) (M(hpcnet.rdma.rdma_facts)), each port with its
+        C(role) for V(role:) selectors.
     type: dict
     required: true
+  fabrics:
+    description:
+      - The host's inventory groups (C(group_names)). With them, O(devices) read without port roles (hand-written
+        facts) get the default roles (compute, storage, ...) for V(role:) selectors; devices that carry their roles
+        keep them.
+    type: list
+    elements: str
   read_all:
     description: Read every card even with no O(entries) (what is pending for the next boot, after a reboot).
     type: bool
@@ -61,6 +72,14 @@ EXAMPLES = r'''
       - devices: MCX755106AS-HEAT
         params: {SRIOV_EN: true, NUM_OF_VFS: 8}
   register: fw
+
+- name: SR-IOV on the cards of the storage ports only
+  hpcnet.rdma.firmware_config:
+    devices: "{{ ansible_facts['rdma']['devices'] }}"
+    fabrics: "{{ group_names }}"
+    entries:
+      - devices: [role:storage]
+        params: {SRIOV_EN: true, NUM_OF_VFS: 8}
 
 - name: What the firmware has pending for the next boot
   hpcnet.rdma.firmware_config:
@@ -110,10 +129,12 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware.firmware_appl
     FirmwareFailure, desired_state)
 from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware.mlxconfig import Device  # noqa: E402
 from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner  # noqa: E402
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import planned  # noqa: E402
 
 ARGUMENT_SPEC = dict(
     entries=dict(type="list", elements="dict", default=[]),
     devices=dict(type="dict", required=True),
+    fabrics=dict(type="list", elements="str"),
     read_all=dict(type="bool", default=False),
     tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig"], default="auto"),
     sysfs_root=dict(type="path", default="/sys"),
@@ -124,8 +145,14 @@ def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
     runner = ModuleRunner(module)
+    devices = params["devices"]
+    with_roles = any(isinstance(port, dict) and port.get("role") for dev in devices.values() if isinstance(dev, dict)
+                     for port in (dev.get("ports") or {}).values())
+    if params["fabrics"] is not None and not with_roles:
+        # devices read without port roles: the default roles of the host's groups, for role: selectors
+        devices = planned({"devices": devices}, params["fabrics"])["devices"]
     try:
-        result = desired_state(lambda pci: Device(runner, pci, params["tool"]), params["devices"], params["entries"],
+        result = desired_state(lambda pci: Device(runner, pci, params["tool"]), devices, params["entries"],
                                params["sysfs_root"], module.check_mode, params["read_all"])
     except FirmwareFailure as exc:
         module.fail_json(msg=str(exc), changed=False)

@@ -7,10 +7,12 @@ instances (one per subnet port, bound by port GUID), the partitions.conf text, t
 children) with their mode, MTU and IPv4 address. Every input error is returned as a message naming the field and the
 allowed values; nothing here touches the host. Pure Python, used by the ``infiniband_plan`` filter.
 
-Subnets: the role takes rail N of every host (its N-th InfiniBand port, in device order) to be on subnet N, the
-usual layout of multi-rail GPU clusters (one switch fabric per rail); a single-rail fabric is subnet 0. Two SM hosts
-of one subnet must differ in priority: opensm would break the tie by the lowest port GUID, which no operator expects
-to decide which host is master.
+Ports: the role serves the InfiniBand ports whose role (``sysfs/port_roles.py``) is compute or storage, and turns
+into InfiniBand only compute ports (``ib_ports.py`` has the rules). Subnets: the role takes rail N of every host (its
+compute port of rail N, rails in PCI order) to be on subnet N, the usual layout of multi-rail GPU clusters (one switch
+fabric per rail); a single-rail fabric is subnet 0; the K-th InfiniBand storage port of each host is on storage
+subnet K. Two SM hosts of one subnet must differ in priority: opensm would break the tie by the lowest port GUID,
+which no operator expects to decide which host is master.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,7 +22,7 @@ import re
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import ib_partitions as ibp
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import ib_partitions_render as ibr
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
+from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import ib_ports as ibports
 
 __metaclass__ = type
 
@@ -54,48 +56,16 @@ def enhanced_ipoib_netdevs(addresses):
     return out
 
 
-def _sorted_ports(rdma):
-    """``[(device, port_number, facts)]`` in device then port order (mlx5_2 before mlx5_10)."""
-    out = []
-    for dev in sorted(((rdma or {}).get("devices") or {}), key=natural_key):
-        ports = rdma["devices"][dev].get("ports") or {}
-        for num in sorted(ports, key=int):
-            out.append((dev, int(num), ports[num]))
-    return out
+def ib_ports(rdma, devices=None, fabrics=None):
+    """The InfiniBand ports the role serves (compute and storage ports), ``[{device, port, role, rail, subnet, guid,
+    netdev, state, lid, sm_lid, pkeys, pkey_indexes}]`` in rail order, then the storage ports (``ib_ports.py``)."""
+    return ibports.ib_ports(rdma, devices, fabrics)
 
 
-def ib_ports(rdma, devices=None):
-    """The InfiniBand ports of a host: ``[{device, port, rail, guid, netdev, state, lid, sm_lid, pkeys,
-    pkey_indexes}]``; ``rail`` is the position among the host's InfiniBand ports. ``devices`` (RDMA device names)
-    narrows them."""
-    out = []
-    for dev, num, port in _sorted_ports(rdma):
-        if port.get("link_layer") != "InfiniBand":
-            continue
-        if devices and dev not in devices and "%s:%d" % (dev, num) not in devices:
-            continue
-        out.append({"device": dev, "port": num, "rail": len(out), "guid": port.get("port_guid"),
-                    "netdev": port.get("netdev"), "state": port.get("state"), "lid": port.get("lid"),
-                    "sm_lid": port.get("sm_lid"), "pkeys": port.get("pkeys") or [],
-                    "pkey_indexes": port.get("pkey_indexes") or {}})
-    return out
-
-
-def ethernet_ports(rdma, devices, keep_netdevs=None):
-    """Ports whose link layer is Ethernet now and that the role turns into InfiniBand ports: those named in
-    ``devices`` (``mlx5_1`` or ``mlx5_1:1``), or with ``devices == "auto"`` every Ethernet RDMA port whose netdev
-    is not in ``keep_netdevs`` (the management link)."""
-    out = []
-    for dev, num, port in _sorted_ports(rdma):
-        if port.get("link_layer") != "Ethernet":
-            continue
-        if devices == "auto":
-            wanted = port.get("netdev") not in (keep_netdevs or [])
-        else:
-            wanted = dev in devices or "%s:%d" % (dev, num) in devices
-        if wanted:
-            out.append({"device": dev, "port": num, "netdev": port.get("netdev")})
-    return out
+def ethernet_ports(rdma, devices, keep_netdevs=None, fabrics=None):
+    """The Ethernet ports the role turns into InfiniBand ports (``infiniband_link_type_devices``: ``auto`` or
+    selectors), without the ones it refuses (:func:`ib_ports.link_type_plan` gives those too)."""
+    return ibports.link_type_plan(rdma, devices, keep_netdevs, fabrics)[0]
 
 
 def _int(value):
@@ -113,8 +83,8 @@ def _int(value):
 
 def check_sm(sm, priority, hosts):
     """Errors of the SM inputs of this host and of the whole play: ``hosts`` maps each play host to
-    ``{sm, sm_priority, rails: [rail numbers it manages]}``. Two SM hosts of one subnet with the same priority are
-    refused (named both)."""
+    ``{sm, sm_priority, rails: [subnets it manages: rail numbers, or labels rail N / storage K]}``. Two SM hosts of
+    one subnet with the same priority are refused (named both)."""
     errors = []
     if not isinstance(sm, bool):
         errors.append("infiniband_sm must be a boolean (true on the hosts that run opensm), got %r" % (sm,))
@@ -128,12 +98,13 @@ def check_sm(sm, priority, hosts):
         if info.get("sm") is not True or _int(info.get("sm_priority")) is None:
             continue
         for rail in info.get("rails") or []:
-            by_subnet.setdefault((rail, _int(info["sm_priority"])), []).append(host)
-    for (rail, prio), names in sorted(by_subnet.items()):
+            subnet = ("rail %d" % rail) if isinstance(rail, int) else str(rail)
+            by_subnet.setdefault((subnet, _int(info["sm_priority"])), []).append(host)
+    for (subnet, prio), names in sorted(by_subnet.items(), key=lambda item: (ibports.subnet_key(item[0][0]), item[0][1])):
         if len(names) > 1:
-            errors.append("infiniband_sm_priority: %s run the subnet manager of subnet %d (rail %d) with the same "
+            errors.append("infiniband_sm_priority: %s run the subnet manager of %s with the same "
                           "priority %d; give each SM host of a subnet its own priority (0-15; the highest is master, "
-                          "the others standby)" % (" and ".join(names), rail, rail, prio))
+                          "the others standby)" % (" and ".join(names), ibports.subnet_text(subnet), prio))
     return errors
 
 
@@ -294,23 +265,25 @@ def plan_ipoib(ipoib, ports, partitions, default_part, enhanced, host_index):  #
 
 def sm_instances(ports, sm, priority, sm_devices=None):
     """opensm instances of this host: one per InfiniBand port it manages (``sm_devices`` narrows them), bound by
-    port GUID: ``[{guid, device, port, rail, priority}]``."""
+    port GUID: ``[{guid, device, port, role, rail, subnet, priority}]``."""
     if sm is not True:
         return []
 
     def managed(port):
         return not sm_devices or port["device"] in sm_devices or "%s:%d" % (port["device"], port["port"]) in sm_devices
-    return [{"guid": p["guid"], "device": p["device"], "port": p["port"], "rail": p["rail"],
-             "priority": _int(priority)} for p in ports if p.get("guid") and managed(p)]
+    return [{"guid": p["guid"], "device": p["device"], "port": p["port"], "role": p.get("role", "compute"),
+             "rail": p["rail"], "subnet": p.get("subnet", "rail %s" % p["rail"]), "priority": _int(priority)}
+            for p in ports if p.get("guid") and managed(p)]
 
 
 def plan(rdma, partitions, default_overrides, ipoib, sm, sm_priority, sm_devices, hosts, host_index,
-         enhanced_ipoib=None, link_type_devices=None, keep_netdevs=None):
+         enhanced_ipoib=None, link_type_devices=None, keep_netdevs=None, fabrics=None):
     """The whole plan of one host (see the module docstring): ``{ports, link_type_ports, sm, partitions,
     partitions_conf, ipoib, errors}``. ``hosts`` maps every play host of the infiniband group to ``{rdma, sm,
-    sm_priority, sm_devices}`` (for host selectors and the SM priority check)."""
+    sm_priority, sm_devices}`` (for host selectors and the SM priority check); ``fabrics`` are this host's inventory
+    groups (the port roles of facts read without them; default the infiniband group)."""
     errors = []
-    ports = ib_ports(rdma)
+    ports = ib_ports(rdma, fabrics=fabrics)
     hosts_ports = dict((name, ib_ports((info or {}).get("rdma"))) for name, info in (hosts or {}).items())
     resolved, member_errors = resolve_members(partitions, hosts_ports)
     errors.extend(member_errors)
@@ -322,7 +295,7 @@ def plan(rdma, partitions, default_overrides, ipoib, sm, sm_priority, sm_devices
         managed = sm_instances(hosts_ports.get(name, []), info.get("sm"), info.get("sm_priority"),
                                info.get("sm_devices"))
         sm_hosts[name] = {"sm": info.get("sm"), "sm_priority": info.get("sm_priority"),
-                          "rails": [i["rail"] for i in managed]}
+                          "rails": [i["subnet"] for i in managed]}
     errors.extend(check_sm(sm, sm_priority, sm_hosts))
     default_part = default_partition(default_overrides)
     default_errors = [e for e in ibr.check_partitions([default_part]) if "manages itself" not in e]
@@ -343,7 +316,8 @@ def plan(rdma, partitions, default_overrides, ipoib, sm, sm_priority, sm_devices
     else:
         netdevs, ipoib_errors = plan_ipoib(ipoib, ports, partitions, default_part, enhanced_ipoib, host_index)
     errors.extend(ipoib_errors)
-    link_type_ports = ethernet_ports(rdma, link_type_devices or [], keep_netdevs)
+    link_type_ports, link_type_errors = ibports.link_type_plan(rdma, link_type_devices or [], keep_netdevs, fabrics)
+    errors.extend(link_type_errors)
     return {"ports": ports, "link_type_ports": link_type_ports, "sm": instances, "partitions": resolved,
             "partitions_conf": conf, "ipoib": netdevs, "errors": errors}
 

@@ -25,8 +25,15 @@ def run(**changes):
 
 def test_defaults_pick_the_active_ethernet_ports_and_map_both_dscps():
     p = run()
-    assert p == {"netdevs": ["enp12s0np0"], "ethernet_netdevs": ["enp12s0np0", "enp140s0np0"], "pfc": [3], "ecn": [3],
-                 "dscp2prio": {26: 3, 48: 6}, "errors": []}
+    old_keys = ("netdevs", "ethernet_netdevs", "pfc", "ecn", "dscp2prio", "errors")
+    assert dict((key, p[key]) for key in old_keys) == {
+        "netdevs": ["enp12s0np0"], "ethernet_netdevs": ["enp12s0np0", "enp140s0np0"], "pfc": [3], "ecn": [3],
+        "dscp2prio": {26: 3, 48: 6}, "errors": []}
+    # issue 23: the ports by role, and the settings of each netdev (here the compute profile)
+    assert p["compute_netdevs"] == ["enp12s0np0"] and p["storage_netdevs"] == [] and p["link_type_ports"] == []
+    assert p["qos"] == {"enp12s0np0": {"role": "compute", "trust": "dscp", "pfc": [3], "ecn": [3], "dscp2prio": {26: 3, 48: 6},
+                                       "cnp_dscp": 48, "cnp_priority": 6, "dcqcn": {}, "tos": 106, "mode": "v2",
+                                       "global_pause": False}}
 
 
 def test_inputs_as_extra_vars_give_strings_and_comma_lists():

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import gather_rdma_sysfs
 from ansible_collections.hpcnet.rdma.plugins.modules import firmware_config
 
@@ -262,3 +263,20 @@ def test_a_card_refused_after_its_write_reports_what_it_has_pending(cards3, monk
     assert not failed and result["changed"]
     assert [(r["pci"], r["changed"]) for r in result["refused"]] == [("0000:2a:00.0", True)]
     assert ("mlx5_1", "SRIOV_EN") in [(r["device"], r["parameter"]) for r in result["reboot_reasons"]]
+
+
+def test_role_selectors_take_the_ports_roles_and_fabrics_give_facts_without_them_the_defaults(vpi_host, fw):
+    """Issue 23: role:storage picks the card of the Ethernet storage port (port 2, up with an address); devices read
+    without roles (as gather_rdma_sysfs gives them) pick nothing unless fabrics (group_names) gives the defaults."""
+    root = vpi_host()
+    entries = [{"devices": ["role:storage"], "params": {"SRIOV_EN": True, "NUM_OF_VFS": 8}}]
+    bare, failed = fw(root, check=True, entries=entries)
+    assert not failed and bare["unmatched"] == ["firmware_mlxconfig[0].devices: role:storage"] and bare["commands"] == []
+    result, failed = fw(root, check=True, entries=entries, fabrics=["infiniband"])
+    assert not failed and result["unmatched"] == []
+    assert result["commands"] == ["mstconfig -y -d 0000:0c:00.0 set NUM_OF_VFS=8 SRIOV_EN=True"]
+    # roles the facts carry win over the defaults: with port 2 unused, role:storage picks nothing
+    devices = gather_rdma_sysfs(str(root))
+    port_roles.annotate(devices, [{"role": "unused", "devices": ["Ethernet"]}], ["infiniband"], [])
+    kept, failed = fw(root, check=True, entries=entries, fabrics=["infiniband"], devices=devices["devices"])
+    assert not failed and kept["commands"] == [] and kept["unmatched"] == ["firmware_mlxconfig[0].devices: role:storage"]
