@@ -12,6 +12,7 @@ hpcnet.rdma before the run; testinfra's `host.ansible(...)` runs the `ansible` c
 
 from __future__ import annotations
 
+import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -102,8 +103,11 @@ def hostvars(host) -> dict:
 
 
 def _run_rdma_facts(host, hostvars: dict) -> dict:
-    args = "sysfs_root={}".format(hostvars.get("rdma_sysfs_root", "/sys"))
-    return host.ansible(f"{COLLECTION}.rdma_facts", args, check=False)
+    # as the roles read them: the host's groups and rdma_port_roles give each port its role and rail
+    args = {"sysfs_root": hostvars.get("rdma_sysfs_root", "/sys"), "fabrics": list(hostvars.get("group_names", []))}
+    if hostvars.get("rdma_port_roles"):
+        args["port_roles"] = hostvars["rdma_port_roles"]
+    return host.ansible(f"{COLLECTION}.rdma_facts", json.dumps(args), check=False)
 
 
 @pytest.fixture(scope="session", autouse=True)

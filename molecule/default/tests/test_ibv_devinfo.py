@@ -4,12 +4,14 @@ import pytest
 from rdma_testinfra import parse_ibv_devinfo
 
 
-def test_ibv_devinfo_shows_mlx5_0_port_active(host, rdma_host):
-    out = host.run("ibv_devinfo -d mlx5_0")
+def test_ibv_devinfo_shows_the_first_rails_port_active(host, rdma_host, expected_ports):
+    # by the name the host gave the device (mlx5_0 under kernel names, ibp24s0 under rdma-core's inbox rule)
+    dev = expected_ports[0][0]
+    out = host.run(f"ibv_devinfo -d {dev}")
     assert out.rc == 0, out.stderr
     devinfo = parse_ibv_devinfo(out.stdout)
-    assert list(devinfo) == ["mlx5_0"], out.stdout
-    port = devinfo["mlx5_0"]["ports"].get(1, {})
+    assert list(devinfo) == [dev], out.stdout
+    port = devinfo[dev]["ports"].get(1, {})
     assert (port.get("state"), port.get("link_layer")) == ("PORT_ACTIVE (4)", rdma_host["expected_link_layer"])
 
 

@@ -19,10 +19,25 @@ def test_facts_of_a_host_without_rdma_are_empty(rdma_facts):
 
 
 @pytest.mark.usefixtures("rdma_host")
-def test_facts_devices_are_the_nccl_devices(rdma_facts, expected_ports):
-    assert sorted(rdma_facts["devices"]) == sorted({dev for dev, _ in expected_ports})
+def test_compute_ports_in_rail_order_are_the_nccl_ports_and_the_rest_storage(rdma_facts, expected_ports, hostvars):
+    plan = rdma_facts["ports_by_role"]
+    assert plan["compute"] == [f"{dev}:{port}" for dev, port in expected_ports]
+    assert plan["storage"] == hostvars.get("expected_storage_ports", [])
+    assert sorted(rdma_facts["devices"]) == sorted({p.split(":")[0] for p in plan["compute"] + plan["storage"]})
+    for rail, pid in enumerate(plan["compute"]):
+        dev, port = pid.split(":")
+        assert (rdma_facts["devices"][dev]["ports"][port]["role"], rdma_facts["devices"][dev]["ports"][port]["rail"]) == ("compute", rail)
     for dev, info in rdma_facts["devices"].items():
         assert PCI_ADDRESS.match(info["pci_address"] or ""), (dev, info["pci_address"])
+
+
+@pytest.mark.usefixtures("rdma_host")
+def test_storage_ports_keep_their_link_layer_and_address(rdma_facts, hostvars):
+    # a DGX's BlueField-3 storage ports stay Ethernet in the infiniband group (no link-type change, no reboot)
+    for pid in hostvars.get("expected_storage_ports", []):
+        dev, port = pid.split(":")
+        facts = rdma_facts["devices"][dev]["ports"][port]
+        assert (facts["link_layer"], facts["state"], facts["roce_v2_ipv4_gid_index"] is not None) == ("Ethernet", "ACTIVE", True), pid
 
 
 def test_facts_ports_match_the_profile(rdma_facts, rdma_host, expected_ports):

@@ -49,8 +49,8 @@ def _given(inputs, defaults):
 def collection_errors(inputs):
     """Problems with the collection-wide variables of site.yml among ``inputs`` (missing or None: not checked):
     ``rdma_require_devices``, ``rdma_allow_reboot``, ``rdma_allow_uneven_rails`` (booleans), ``rdma_gdr`` (true,
-    false, auto), ``rdma_device_naming`` (keep, kernel, pci, guid, fallback), ``rdma_sysfs_root`` (an absolute path) and the shape of ``rdma_port_roles`` (its selectors are
-    matched against each host's ports by ``rdma_facts``)."""
+    false, auto), ``rdma_device_naming`` (keep, kernel, pci, guid, fallback), ``rdma_sysfs_root`` (an absolute path)
+    and the shape of ``rdma_port_roles`` (its selectors are matched against each host's ports by ``rdma_facts``)."""
     inputs = dict((name, value) for name, value in inputs.items() if value is not None)
     errors = []
     if "rdma_require_devices" in inputs and not is_boolean(inputs["rdma_require_devices"]):
