@@ -6,8 +6,8 @@
 rdma-core ships ``60-rdma-persistent-naming.rules``, whose rule runs ``rdma_rename %k <mode>`` for every new RDMA
 device (``kernel-boot/rdma_rename.c``): ``NAME_KERNEL`` keeps the kernel's name (``mlx5_0``), ``NAME_PCI`` names it
 by its PCI address (``ibp24s0``, ``rocep12s0f1``, ``P<domain>`` first outside domain 0), ``NAME_GUID`` by its node
-GUID (``ibg…``, ``roceg…``), ``NAME_FALLBACK`` tries onboard (``ibo<N>``), then PCI, then GUID, then keeps the kernel
-name. Debian and Ubuntu install the rule with ``NAME_FALLBACK``; MLNX_OFED and DOCA-OFED keep kernel names. A file
+GUID (``ibx<16 hex digits>``, ``rocex…``), ``NAME_FALLBACK`` tries onboard (``ibo<N>``), then PCI, else keeps the
+kernel name (rdma_rename's str2policy: the rules file's comment names GUID too, the code does not). Debian and Ubuntu install the rule with ``NAME_FALLBACK``; MLNX_OFED and DOCA-OFED keep kernel names. A file
 of the same name in ``/etc/udev/rules.d`` overrides the package's (udev reads ``/etc`` over ``/usr/lib``), which is
 the file this writes. Names change when the device is added: at the next boot (or driver reload).
 """
@@ -25,9 +25,9 @@ POLICIES = ("keep",) + tuple(MODES)
 
 _KERNEL = re.compile(r"^[a-z][a-z0-9_]*_[0-9]+$")           # mlx5_0, mlx5_bond_0, rxe_0
 _PCI = re.compile(r"^(ib|roce|iw)(P[0-9]+)?p[0-9]+s[0-9]+(f[0-9]+)?$")
-_GUID = re.compile(r"^(ib|roce|iw)g[0-9a-f]{16}$")
+_GUID = re.compile(r"^(ib|roce|iw)x[0-9a-f]{16}$")
 _ONBOARD = re.compile(r"^(ib|roce|iw)o[0-9]+$")
-SCHEMES = {"kernel": (_KERNEL,), "pci": (_PCI,), "guid": (_GUID,), "fallback": (_ONBOARD, _PCI, _GUID)}
+SCHEMES = {"kernel": (_KERNEL,), "pci": (_PCI,), "guid": (_GUID,), "fallback": (_ONBOARD, _PCI)}
 
 
 def rules_text(policy):

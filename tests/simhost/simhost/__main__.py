@@ -1,4 +1,5 @@
 """Command line: ``python3 -m simhost build --profile NAME|PATH --root DIR [--host-index N]``, ``check``, ``list``,
+``names --profile NAME|PATH [--host-index N]`` (the RDMA device names a boot gives, simhost/naming.py),
 ``watch``, ``cable unplug|plug --device DEV --port N [--root DIR]``, ``fabric netfile|env ...`` (simhost/fabric.py),
 ``files < SPEC.json`` (a host's files, links and removals in one call: simhost/kitfiles.py), ``install < SPEC.json``
 (a host's whole kit install in one call: simhost/kitinstall.py)."""
@@ -17,7 +18,7 @@ from .kitinstall import main as install_main
 from .profile import ProfileError, expand, list_profiles, load
 from .kernelfs import settle, watch
 from .sysfs import DEFAULT_ROOT, persist_dir
-from .tree import build_tree
+from .tree import booted_names, build_tree
 
 
 def main(argv=None) -> int:
@@ -46,6 +47,9 @@ def main(argv=None) -> int:
     c.add_argument("--profile", required=True)
     c.add_argument("--host-index", type=int, default=None)
     sub.add_parser("list", help="list the bundled profiles")
+    nm = sub.add_parser("names", help="the RDMA device names a boot gives (pin, else the udev rules on the disk)")
+    nm.add_argument("--profile", required=True)
+    nm.add_argument("--host-index", type=int, default=None)
     sub.add_parser("fabric", help="InfiniBand fabric: netfile (ibsim topology), env (umad2sim env files)")
     sub.add_parser("files", help="write files, make links, remove paths from a JSON spec on stdin, in one call")
     sub.add_parser("install", help="a host's kit install (files, units, fabric) from a JSON spec on stdin, in one call")
@@ -69,6 +73,10 @@ def main(argv=None) -> int:
                 settle(Path(args.root))
             else:
                 watch(Path(args.root))
+        elif args.cmd == "names":
+            for dev in booted_names(load(args.profile), args.host_index):
+                print(f"{dev['index']}\t{dev['pci']}\t{dev['kernel_name']}\t{dev['name']}\t{','.join(dev['netdevs'])}\t"
+                      f"{dev['named_by'] or 'kernel name'}")
         elif args.cmd == "check":
             print(json.dumps(expand(load(args.profile), args.host_index), indent=2, sort_keys=True))
         else:

@@ -52,7 +52,8 @@ NOT_MODELLED = (
     "every other parameter of NVIDIA's database (a query lists only the catalogue; any other name is 'not supported')",
     "the firmware's cross-parameter rules (e.g. the SR-IOV MSI-X budget); only a parameter's own min/max is checked",
     "mlxfwreset / a firmware reset without reboot; 'Current' changes only at a boot (build_tree)",
-    "BlueField / multi-host / 4th generation (ConnectX-3) cards, /dev/mst device names, set_raw, backup, XML",
+    "BlueField beyond its host-side ConnectX functions (a BlueField-3 is a VPI card of type BlueField3), multi-host,"
+    " 4th generation (ConnectX-3) cards, /dev/mst device names, set_raw, backup, XML",
 )
 
 STATE_FILE = "firmware.json"
@@ -62,7 +63,7 @@ UNKNOWN = 0xFFFFFFFF          # MLXCFG_UNKNOWN: "N/A"
 # dm_dev_type2str() names (mstflint tools_dev_types.c) by PCI device id / hca_type
 DEVICE_TYPES = {"MT4115": "ConnectX4", "MT4117": "ConnectX4LX", "MT4119": "ConnectX5", "MT4121": "ConnectX5",
                 "MT4123": "ConnectX6", "MT4125": "ConnectX6DX", "MT4127": "ConnectX6LX", "MT4129": "ConnectX7",
-                "MT4131": "ConnectX8"}
+                "MT4131": "ConnectX8", "MT41692": "BlueField3"}
 
 
 class FwError(Exception):

@@ -5,7 +5,9 @@ A local connection gives every inventory host the controller's one environment, 
 module interpreter instead. Layout under the host's directory ``hdir``:
 
     sys/             the sysfs tree (the host's ``rdma_sysfs_root``)
-    disk/            what survives a reboot: the cards' firmware NV state, cables ($SIMHOST_PERSIST_DIR)
+    disk/            what survives a reboot: the cards' firmware NV state, cables ($SIMHOST_PERSIST_DIR), and the
+                     host's udev rules: disk/etc/udev/rules.d/*.rules name the RDMA devices at boot
+                     ($SIMHOST_UDEV_ROOT, simhost/naming.py)
     bin/mstconfig    the simulator's firmware tool, over that NV state
     bin/python3      python with SIMHOST_SYSFS_ROOT, SIMHOST_PERSIST_DIR and bin/ first on PATH: the host's
                      ``ansible_python_interpreter``
@@ -29,15 +31,18 @@ def boot(profile: dict, hdir, host_index: int) -> dict:
     configuration (written on the first boot), runtime state starts afresh. Returns the expanded profile."""
     hdir = Path(hdir)
     (hdir / "disk").mkdir(parents=True, exist_ok=True)
-    saved = os.environ.get("SIMHOST_PERSIST_DIR")
-    os.environ["SIMHOST_PERSIST_DIR"] = str(hdir / "disk")   # build_tree reads and writes the NV state there
+    # build_tree reads and writes the NV state there, and reads the udev rules that name the devices
+    env = {"SIMHOST_PERSIST_DIR": str(hdir / "disk"), "SIMHOST_UDEV_ROOT": str(hdir / "disk")}
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
     try:
         return build_tree(profile, hdir / "sys", host_index=host_index)
     finally:
-        if saved is None:
-            os.environ.pop("SIMHOST_PERSIST_DIR", None)
-        else:
-            os.environ["SIMHOST_PERSIST_DIR"] = saved
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def create(profile: dict, hdir, host_index: int, python: str) -> Path:

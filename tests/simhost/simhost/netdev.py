@@ -59,7 +59,7 @@ def link_local_gid(mac: str) -> str:
 def rail_ports(exp: dict) -> list[dict]:
     """The Ethernet ports of an expanded profile: what netsync adopts and mirrors.
 
-    Each: ``{dev, port, netdev, mac, ipv4, subnet (str or None), state, phys_state, default_gids: [index...]}``;
+    Each: ``{dev, pci, port, netdev, mac, ipv4, subnet (str or None), state, phys_state, default_gids: [index...]}``;
     ``subnet`` is the network of the port's profile ``ipv4`` (10.0.1.11/24 -> 10.0.1.0/24), the rail it is cabled to.
     """
     out = []
@@ -67,7 +67,8 @@ def rail_ports(exp: dict) -> list[dict]:
         for port in dev["ports"]:
             if port["link_layer"] != "Ethernet":
                 if port.get("ipv4"):   # an IB port with an IPoIB address: its netdev is a real link on an IB rail
-                    out.append({"dev": dev["name"], "port": int(port["port"]), "netdev": port["netdev"], "mac": None,
+                    out.append({"dev": dev["name"], "pci": dev["pci"], "port": int(port["port"]),
+                                "netdev": port["netdev"], "mac": None,
                                 "ipv4": port["ipv4"], "subnet": str(ipaddress.IPv4Interface(port["ipv4"]).network),
                                 "state": port["state"], "phys_state": port["phys_state"], "default_gids": [],
                                 "link_layer": "InfiniBand", "mtu": int(port.get("mtu") or 2044)})
@@ -75,7 +76,8 @@ def rail_ports(exp: dict) -> list[dict]:
             ll = link_local_gid(port["mac"])
             defaults = sorted(int(i) for i, g in port.get("gids", {}).items() if g and g.get("gid") == ll)
             subnet = str(ipaddress.IPv4Interface(port["ipv4"]).network) if port.get("ipv4") else None
-            out.append({"dev": dev["name"], "port": int(port["port"]), "netdev": port["netdev"], "mac": port["mac"],
+            out.append({"dev": dev["name"], "pci": dev["pci"], "port": int(port["port"]), "netdev": port["netdev"],
+                        "mac": port["mac"],
                         "ipv4": port.get("ipv4"), "subnet": subnet, "state": port["state"], "phys_state": port["phys_state"],
                         "default_gids": defaults, "link_layer": "Ethernet", "mtu": BOOT_MTU})
     return out
@@ -308,7 +310,9 @@ def sync_tree(root, links: list[dict], exp: dict | None = None) -> dict:
         link = by_name.get(rail["netdev"])
         rep = {"link": link is not None, "changed": [], "gids": {}}
         report[rail["netdev"]] = rep
-        pdir = root / "class/infiniband" / rail["dev"] / "ports" / str(rail["port"])
+        # by the PCI function: a device renamed at run time (rdma dev set) keeps its ports
+        dev_name = sysfs.ib_name_of_pci(rail["pci"], root) or rail["dev"] if rail.get("pci") else rail["dev"]
+        pdir = root / "class/infiniband" / dev_name / "ports" / str(rail["port"])
         ndir = root / "class/net" / rail["netdev"]
         if not pdir.is_dir() or not ndir.is_dir():
             continue
@@ -349,7 +353,8 @@ def _ipoib_port_dir(root: Path, exp: dict, netdev: str) -> Path | None:
     for dev in exp.get("devices", []):
         for port in dev["ports"]:
             if port["netdev"] == netdev:
-                return root / "class/infiniband" / dev["name"] / "ports" / str(port["port"])
+                name = sysfs.ib_name_of_pci(dev["pci"], root) or dev["name"]
+                return root / "class/infiniband" / name / "ports" / str(port["port"])
     return None
 
 

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from . import firmware as fw
+from . import naming
 from .sysfs import PHYS_STATES, PORT_STATES, RATE_RE  # the kernel's port state names and rate format
 
 PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
@@ -104,14 +105,14 @@ def _int_or_hex(d: dict, key: str, where: str, default=None, lo=0, hi=None):
 KNOWN_TOP = {"name", "description", "stack", "kernel_modules", "guid_seed", "lid_host_stride", "ipv4_host_stride",
              "device_defaults", "port_defaults", "devices", "oob_netdevs", "host_index", "real_netdevs",
              "mstflint_layout", "gpu", "modules_available", "ipoib_enhanced",
-             "ib_fabric", "rail_subnets"}  # ib_fabric: simhost/fabric.py
+             "ib_fabric", "rail_subnets", "rdma_naming"}  # ib_fabric: simhost/fabric.py; rdma_naming: simhost/naming.py
 KNOWN_DEV = {"name", "pci", "pci_device_id", "hca_type", "fw_ver", "board_id", "hw_rev", "part_number", "description",
-             "node_guid", "sys_image_guid", "node_desc", "numa_node", "ports", "pcie", "vpi", "firmware"}
+             "node_guid", "sys_image_guid", "node_desc", "numa_node", "ports", "pcie", "vpi", "firmware", "acpi_index"}
 KNOWN_PORT = {"port", "link_layer", "state", "phys_state", "rate", "lid", "sm_lid", "sm_sl", "lmc", "cap_mask", "netdev",
               "mtu", "ipv4", "ipv6", "gids", "gid_tbl_len", "pkey_tbl_len", "mac", "counters", "hw_counters", "ib", "eth"}
 # a port of a VPI card: the values of each link layer (the firmware's LINK_TYPE_P<n> picks one at boot)
 VPI_IB_FIELDS = {"state", "phys_state", "rate", "lid", "sm_lid", "sm_sl", "lmc", "cap_mask", "netdev", "mtu", "gids",
-                 "gid_tbl_len", "pkey_tbl_len", "counters", "hw_counters"}
+                 "gid_tbl_len", "pkey_tbl_len", "counters", "hw_counters", "ipv4"}
 VPI_ETH_FIELDS = {"state", "phys_state", "rate", "cap_mask", "netdev", "mtu", "ipv4", "ipv6", "mac", "gids",
                   "gid_tbl_len", "pkey_tbl_len", "counters", "hw_counters"}
 # column layout of the simulated mstconfig: "current" (20-wide fields, headers over the values, as newer mstflint and
@@ -331,10 +332,20 @@ def _resolve_port(ctx: dict, p: dict, pi: int, num: int, where_of, register: boo
     }
 
 
+def _gids_layer(gids) -> str | None:
+    """The link layer a GID list is for: InfiniBand when every source is ib_default, else Ethernet (None: no list)."""
+    if not isinstance(gids, list) or not gids:
+        return None
+    sources = {g.get("source") for g in gids if isinstance(g, dict)}
+    return "InfiniBand" if sources == {"ib_default"} else "Ethernet"
+
+
 def _cards(devices_in: list, dev_defaults: dict, top: str) -> dict:
     """The cards (PCI functions of one bus:device) of the profile: ``{slot: {functions, vpi, firmware,
-    link_layers}}``; validates the card-level fields (``vpi``, ``firmware``) and names the field in errors."""
+    link_layers}}``; validates the card-level fields (``vpi``, ``firmware``) and names the field in errors.
+    ``device_defaults.firmware`` applies to every card, under the card's own ``firmware`` values."""
     cards: dict = {}
+    fw_default = dev_defaults.get("firmware")
     for di, dev_in in enumerate(devices_in):
         if not isinstance(dev_in, dict) or not isinstance(dev_in.get("pci"), str):
             continue
@@ -354,6 +365,8 @@ def _cards(devices_in: list, dev_defaults: dict, top: str) -> dict:
                        f"{pci.rsplit('.', 1)[0]} (a card is VPI or not)")
         if "firmware" in dev_in:
             card["fw_in"].append((di, dev_in["firmware"]))
+        if fw_default is not None and len(card["functions"]) == 1:
+            card["fw_in"].insert(0, ("defaults", fw_default))
     for slot, card in cards.items():
         card["functions"].sort()
         nports = sum(f[3] for f in card["functions"])
@@ -361,13 +374,13 @@ def _cards(devices_in: list, dev_defaults: dict, top: str) -> dict:
         merged: dict = {"defaults": {}, "next_boot": {}, "max_vfs": None}
         origin: dict = {}
         for di, fw_in in card["fw_in"]:
-            where = f"{top}.devices[{di}].firmware"
+            where = f"{top}.device_defaults.firmware" if di == "defaults" else f"{top}.devices[{di}].firmware"
             if not isinstance(fw_in, dict):
                 raise _err(where, "must be a mapping {defaults, next_boot, max_vfs}")
             _unknown(fw_in, {"defaults", "next_boot", "max_vfs"}, where)
             if "max_vfs" in fw_in:
                 max_vfs = _int_or_hex(fw_in, "max_vfs", where, hi=0xFFFF)
-                if merged["max_vfs"] not in (None, max_vfs):
+                if origin.get("max_vfs", "defaults") != "defaults" and merged["max_vfs"] not in (None, max_vfs):
                     raise _err(f"{where}.max_vfs", f"differs from devices[{origin['max_vfs']}] of the same card {slot}")
                 merged["max_vfs"], origin["max_vfs"] = max_vfs, di
             for section in ("defaults", "next_boot"):
@@ -378,14 +391,15 @@ def _cards(devices_in: list, dev_defaults: dict, top: str) -> dict:
                                    f"{'VPI' if card['vpi'] else 'not VPI: no LINK_TYPE_P<n>'}); parameters: "
                                    f"{', '.join(sorted({p.name + ('_P<n>' if p.scope == 'port' else '') for p in names.values()}))}")
                     value = _fw_value(names[name], value, vwhere)
-                    if (section, name) in origin and merged[section][name] != value:
+                    if origin.get((section, name), "defaults") != "defaults" and merged[section][name] != value:
                         raise _err(vwhere, f"differs from devices[{origin[(section, name)]}] of the same card {slot}")
                     merged[section][name], origin[(section, name)] = value, di
         if merged["max_vfs"] is None:
             merged["max_vfs"] = fw.DEFAULT_MAX_VFS
         for section in ("defaults", "next_boot"):
             if merged[section].get("NUM_OF_VFS", 0) > merged["max_vfs"]:
-                raise _err(f"{top}.devices[{origin[(section, 'NUM_OF_VFS')]}].firmware.{section}.NUM_OF_VFS",
+                src = origin[(section, "NUM_OF_VFS")]
+                raise _err(f"{top}.{'device_defaults' if src == 'defaults' else f'devices[{src}]'}.firmware.{section}.NUM_OF_VFS",
                            f"{merged[section]['NUM_OF_VFS']} is more than the card's max_vfs {merged['max_vfs']}")
         card["firmware"] = merged
         card["link_layers"], n = {}, 0
@@ -432,12 +446,41 @@ def _node_desc(dev: dict, where: str, name: str, host_index: int, ib_fabric, por
     return desc
 
 
+def _name_devices(profile: dict, top: str, devices: list, boot: dict | None, stack_provider: str) -> dict:
+    """Kernel names (probe = PCI order), device indexes, then the boot's naming rules (simhost/naming.py): sets
+    ``kernel_name``, ``index``, ``name`` and ``named_by`` of each expanded device; returns the profile's
+    ``rdma_naming`` record."""
+    pin = _get(profile, "rdma_naming", top, str, choices=tuple(naming.PINS))
+    kernel = naming.kernel_names([d["pci"] for d in devices], [d["name"] for d in devices])
+    for i, kname in enumerate(kernel):
+        if kname in kernel[:i]:
+            raise _err(f"{top}.devices[{i}].name", f"{kname!r} is not a valid, unique RDMA device name")
+    order = sorted(range(len(devices)), key=lambda k: devices[k]["pci"])
+    for index, i in enumerate(order):
+        dev = devices[i]
+        first = dev["ports"][0]
+        dev.update(kernel_name=kernel[i], index=index, protocol=first["link_layer"], attrs={
+            "node_guid": ":".join(dev["node_guid"][j:j + 4] for j in range(0, 16, 4)),
+            "sys_image_guid": ":".join(dev["sys_image_guid"][j:j + 4] for j in range(0, 16, 4)),
+            "fw_ver": dev["fw_ver"], "hca_type": dev["hca_type"], "hw_rev": dev["hw_rev"], "board_id": dev["board_id"],
+            "node_type": "1: CA"})
+    rules = (boot or {}).get("naming")
+    if rules is None:   # no boot (check, fabric): the pin, else the stack's own rule file
+        rules = naming.boot_rules(pin, stack_provider, disk=False)
+    warnings = naming.assign(devices, rules)
+    for dev in devices:
+        dev.pop("attrs")
+    return {"pin": pin, "files": rules["files"], "warnings": warnings}
+
+
 def expand(profile: dict, host_index: int | None = None, boot: dict | None = None) -> dict:  # noqa: C901
     """Validate ``profile`` and resolve it for host number ``host_index`` (default: profile's host_index or 0).
 
-    ``boot`` (from build_tree: what the firmware NV store and the cables make of the hardware at this boot):
-    ``{"link_layers": {(pci, port): "InfiniBand"|"Ethernet"}, "unplugged": [(pci, port)]}``; without it a VPI port
-    takes the link layer the profile's firmware (next_boot, else defaults) gives it and every cable is in."""
+    ``boot`` (from build_tree: what the firmware NV store and the cables make of the hardware at this boot, and the
+    udev naming rules on the host's disk): ``{"link_layers": {(pci, port): "InfiniBand"|"Ethernet"}, "unplugged":
+    [(pci, port)], "naming": naming.boot_rules(...)}``; without it a VPI port takes the link layer the profile's
+    firmware (next_boot, else defaults) gives it, every cable is in, and the devices are named by the profile's
+    ``rdma_naming`` pin, else by the profile stack's own rules file (no site override)."""
     if not isinstance(profile, dict):
         raise ProfileError(f"profile must be a mapping, got {type(profile).__name__}")
     pname = profile.get("name") or "<unnamed>"
@@ -477,7 +520,7 @@ def expand(profile: dict, host_index: int | None = None, boot: dict | None = Non
     rail_subnets = _rail_subnets(profile, top)
     dev_defaults = _get(profile, "device_defaults", top, dict, default={})
     port_defaults = _get(profile, "port_defaults", top, dict, default={})
-    _unknown(dev_defaults, KNOWN_DEV - {"name", "pci", "ports", "node_guid", "sys_image_guid", "firmware"},
+    _unknown(dev_defaults, KNOWN_DEV - {"name", "pci", "ports", "node_guid", "sys_image_guid", "acpi_index"},
              f"{top}.device_defaults")
     _unknown(port_defaults, KNOWN_PORT - {"port", "netdev", "ipv4", "ipv6", "mac"}, f"{top}.port_defaults")
     for key, allowed in (("ib", VPI_IB_FIELDS), ("eth", VPI_ETH_FIELDS)):
@@ -491,7 +534,7 @@ def expand(profile: dict, host_index: int | None = None, boot: dict | None = Non
     layout = _get(profile, "mstflint_layout", top, str, default="current", choices=MSTFLINT_LAYOUTS)
 
     cards = _cards(devices_in, dev_defaults, top)
-    out_devices = []
+    out_devices, dev_where = [], []
     seen_dev, seen_pci, seen_netdev = set(), set(), set()
 
     def guid_of(d: dict, i: int, where: str) -> str:
@@ -506,8 +549,9 @@ def expand(profile: dict, host_index: int | None = None, boot: dict | None = Non
             raise _err(dwhere, "must be a mapping")
         _unknown(dev_in, KNOWN_DEV, dwhere)
         dev = {**dev_defaults, **dev_in}
-        name = _get(dev, "name", dwhere, str, required=True)
-        if not IBDEV_RE.match(name) or name in seen_dev:
+        # the kernel's name for the device (mlx5_<N>, probe order); default from PCI order (after this loop)
+        name = _get(dev, "name", dwhere, str)
+        if name is not None and (not IBDEV_RE.match(name) or name in seen_dev):
             raise _err(f"{dwhere}.name", f"{name!r} is not a valid, unique RDMA device name")
         seen_dev.add(name)
         pci = _get(dev, "pci", dwhere, str, required=True).lower()
@@ -565,14 +609,26 @@ def expand(profile: dict, host_index: int | None = None, boot: dict | None = Non
                 chosen = boot_link_layers.get((pci, num)) or card["link_layers"][(pci, pi + 1)]
                 port = None
                 for key, ll, allowed in (("ib", "InfiniBand", VPI_IB_FIELDS), ("eth", "Ethernet", VPI_ETH_FIELDS)):
-                    sub_in = port_in.get(key)
+                    # a port's ib:/eth: map; without one, port_defaults' (a profile gives the alternative once)
+                    sub_in = port_in.get(key, {} if isinstance(port_defaults.get(key), dict) else None)
                     if not isinstance(sub_in, dict):
                         raise _err(f"{pwhere}.{key}", "a port of a VPI card needs an ib: and an eth: mapping (the port's "
-                                   "values as InfiniBand and as Ethernet port), got " + type(sub_in).__name__)
+                                   "values as InfiniBand and as Ethernet port, here or in port_defaults), got "
+                                   + type(sub_in).__name__)
                     _unknown(sub_in, allowed, f"{pwhere}.{key}")
-                    sub = {**(port_defaults.get(key) or {}), **sub_in}
-                    alt = _resolve_port(ctx, {**common, **sub, "link_layer": ll}, pi, num,
-                                        lambda k, w=pwhere, s=key, keys=set(sub): f"{w}.{s}" if k in keys else w,
+                    # the more specific wins: port_defaults, port_defaults.<ll>, the port's own fields, its <ll> map
+                    own = {k: v for k, v in port_in.items() if k not in ("ib", "eth")}
+                    base = {k: v for k, v in port_defaults.items() if k not in ("ib", "eth")}
+                    merged = {**base, **(port_defaults.get(key) or {}), **own, **sub_in}
+                    if "gids" not in sub_in and _gids_layer(merged.get("gids")) not in (None, ll):
+                        # gids given for the other link layer (their sources name it): this one's defaults
+                        merged.pop("gids")
+                        if _gids_layer((port_defaults.get(key) or {}).get("gids")) == ll:
+                            merged["gids"] = port_defaults[key]["gids"]
+                    alt = _resolve_port(ctx, {**merged, "link_layer": ll}, pi, num,
+                                        lambda k, w=pwhere, s=key, keys=set(sub_in) | (set(port_defaults.get(key) or {})
+                                                                                      - set(own)):
+                                        f"{w}.{s}" if k in keys else w,
                                         ll == chosen)
                     if ll == chosen:
                         port = alt
@@ -589,18 +645,22 @@ def expand(profile: dict, host_index: int | None = None, boot: dict | None = Non
         nums = [p["port"] for p in ports]
         if nums != list(range(1, len(nums) + 1)):
             raise _err(f"{dwhere}.ports", f"port numbers must be 1..{len(nums)} in order, got {nums}")
+        acpi_index = _int_or_hex(dev, "acpi_index", dwhere, hi=naming.ONBOARD_INDEX_MAX)
         out_devices.append({
             "name": name, "pci": pci, "pci_device_id": pci_dev_id, "hca_type": hca_type, "fw_ver": fw_ver,
             "board_id": _get(dev, "board_id", dwhere, str, default="MT_0000000838"),
             "hw_rev": _get(dev, "hw_rev", dwhere, str, default="0"),
             "part_number": _get(dev, "part_number", dwhere, str), "description": _get(dev, "description", dwhere, str),
             "node_guid": node_guid, "sys_image_guid": sys_guid,
-            "node_desc": _node_desc(dev, dwhere, name, host_index, ib_fabric, ports),
             "numa_node": _int_or_hex(dev, "numa_node", dwhere, default=0, hi=64),
             "pcie": _get(dev, "pcie", dwhere, str, default="32.0 GT/s PCIe"),
-            "vpi": vpi, "firmware": card["firmware"],
+            "vpi": vpi, "firmware": card["firmware"], "multi_function": multi_function, "acpi_index": acpi_index,
             "ports": ports,
         })
+        dev_where.append((dev, dwhere))
+    rdma_naming = _name_devices(profile, top, out_devices, boot, stack_provider=provider)
+    for (dev, dwhere), out in zip(dev_where, out_devices):
+        out["node_desc"] = _node_desc(dev, dwhere, out["name"], host_index, ib_fabric, out["ports"])
     oob = _get(profile, "oob_netdevs", top, list, default=[{"name": "eth0"}])
     oob_out = []
     for oi, o in enumerate(oob):
@@ -637,6 +697,8 @@ def expand(profile: dict, host_index: int | None = None, boot: dict | None = Non
         # true: the RoCE netdevs are real container links that simhost-netsync mirrors (see simhost/netdev.py)
         "real_netdevs": _get(profile, "real_netdevs", top, bool, default=False),
         "mstflint_layout": layout,
+        # how the devices got their names at this boot (simhost/naming.py): pin, rule files, warnings
+        "rdma_naming": rdma_naming,
         # {server, port, hostname} of the host's ibsim fabric, or None (static IB ports); simhost/fabric.py
         "ib_fabric": ib_fabric,
     }

@@ -48,6 +48,21 @@ def ib_devices(r: Path | None = None) -> list[str]:
     return ls((r or root()) / "class/infiniband")
 
 
+def verbs_devices(r: Path | None = None) -> list[str]:
+    """The RDMA devices in the kernel's device index order (probe order: the order of the netlink dump that
+    libibverbs' ibv_get_device_list and ``rdma dev`` read), not in ``ls`` order: ``mlx5_10`` after ``mlx5_9``,
+    ``ibp24s0`` before ``ibp154s0`` when its PCI bus comes first. Index from the expanded profile (simhost/naming.py)."""
+    names = ib_devices(r)
+    index = {d.get("name"): d.get("index", i) for i, d in enumerate(simhost_profile(r).get("devices", []))}
+    return sorted(names, key=lambda n: (index.get(n, 1 << 30), n))
+
+
+def ib_name_of_pci(pci: str, r: Path | None = None) -> str | None:
+    """The RDMA device of a PCI function now (its name can change at run time: ``rdma dev set``), None if none."""
+    names = ls((r or root()) / "bus/pci/devices" / pci / "infiniband")
+    return names[0] if names else None
+
+
 def ib_dir(dev: str, r: Path | None = None) -> Path:
     return (r or root()) / "class/infiniband" / dev
 

@@ -3,7 +3,8 @@
 Layout (paths relative to the root, as on a real kernel):
 
     devices/pciDDDD:UU/DDDD:UU:01.0/<DDDD:BB:DD.F>/           PCI function behind its root port (UU = BB - 1)
-        vendor device class subsystem_* revision numa_node resource vpd current_link_* driver ->
+        vendor device class subsystem_* revision numa_node resource vpd current_link_* driver -> subsystem ->
+        config (256 bytes: ids, class, header type with the multi-function bit) acpi_index (onboard devices only)
         infiniband/<dev>/  node_guid sys_image_guid fw_ver hca_type hw_rev board_id node_type node_desc
                            device -> ../../../<pci>   ports/<n>/{state,phys_state,rate,link_layer,lid,sm_lid,sm_sl,
                            lid_mask_count,cap_mask,gids/,gid_attrs/{types,ndevs}/,pkeys/,counters/,hw_counters/}
@@ -16,6 +17,7 @@ Layout (paths relative to the root, as on a real kernel):
     module/<name>/{initstate,refcnt,srcversion,version?,parameters/,holders/}
     kernel/config/rdma_cm/                                   when rdma_cm is loaded (configfs subsystem dir)
     .simhost/profile.json, .simhost/state/                   the simulator's own files (not in a real /sys);
+                                                             profile.json: the devices' booted names (naming.py)
                                                              state/firmware.json: the cards' Current NV configuration
     MLNX_OFED/DOCA only: class/net/<if>/ecn/roce_{np,rp}/, class/infiniband/<dev>/tc/<port>/traffic_class
                                                              (written by kernelfs.write_boot_files)
@@ -39,6 +41,7 @@ from pathlib import Path
 from . import driver, firmware
 from . import kernelfs
 from . import kmod
+from . import naming
 from . import profile as profile_mod
 from . import sysfs
 
@@ -125,21 +128,47 @@ def _safe_reset(root: Path) -> None:
     real.mkdir(parents=True)
 
 
+def boot_profile(profile: dict, host_index: int | None = None, root=None) -> dict:
+    """The expanded profile as this boot makes it, without writing a tree: the firmware NV store and the cables
+    (``persist_dir()``) shape the hardware, the running kernel's driver picks the stack (simhost/driver.py), and the
+    devices are named by the profile's ``rdma_naming`` pin, else by the udev rules on the host's disk over the booted
+    stack's (simhost/naming.py). ``root``: the tree of this boot (its running kernel is kept beside it); None reads
+    the newest installed kernel and keeps nothing."""
+    exp = profile_mod.expand(profile, host_index)
+    overrides = firmware.boot_overrides(exp)
+    if root is not None:
+        release = driver.running_kernel(root)
+    else:
+        kernels = driver.installed_kernels()
+        release = kernels[-1] if kernels else os.uname().release
+    stack = driver.boot_stack(exp["stack"], release)
+    overrides["naming"] = naming.boot_rules(exp["rdma_naming"]["pin"], stack["provider"])
+    exp = profile_mod.expand(profile, host_index, boot=overrides)
+    exp["stack"] = stack
+    return exp
+
+
+def booted_names(profile: dict, host_index: int | None = None) -> list[dict]:
+    """What a boot of ``profile`` names its RDMA devices (boot_profile; the udev rules under naming.udev_root()),
+    in index (PCI) order: ``[{index, pci, kernel_name, name, named_by, link_layer, netdevs}]``."""
+    exp = boot_profile(profile, host_index)
+    return [{"index": d["index"], "pci": d["pci"], "kernel_name": d["kernel_name"], "name": d["name"],
+             "named_by": d["named_by"], "link_layer": d["ports"][0]["link_layer"],
+             "netdevs": [p["netdev"] for p in d["ports"]]}
+            for d in sorted(exp["devices"], key=lambda d: d["index"])]
+
+
 def build_tree(profile: dict, root, host_index: int | None = None) -> dict:
     """(Re)build the tree for ``profile`` under ``root``; return the expanded profile.
 
     ``host_index`` (0..255) makes GUIDs, MACs, LIDs and IPv4 addresses distinct per host; None means the
     profile's own ``host_index`` key, else 0.  The previous tree at ``root`` is removed first (a driver reload).
     This is a boot: the cards' firmware NV configuration becomes their Current one and shapes the hardware (VPI link
-    types, SR-IOV, the OFED ECN defaults), and the cables unplugged in ``persist_dir()`` leave their ports down
-    (simhost/firmware.py).
+    types, SR-IOV, the OFED ECN defaults), the cables unplugged in ``persist_dir()`` leave their ports down
+    (simhost/firmware.py), and the RDMA devices get the names udev's rdma_rename gives them (boot_profile).
     """
     root = Path(root)
-    exp = profile_mod.expand(profile, host_index)
-    overrides = firmware.boot_overrides(exp)
-    if overrides["link_layers"] or overrides["unplugged"]:
-        exp = profile_mod.expand(profile, host_index, boot=overrides)
-    exp["stack"] = driver.boot_stack(exp["stack"], driver.running_kernel(root))
+    exp = boot_profile(profile, host_index, root)
     _safe_reset(root)
     _MADE.clear()
     meta = root / MARKER
@@ -218,10 +247,29 @@ def _write_pci_function(root: Path, fn_dir: Path, dev: dict, di: int, exp: dict,
         (fn_dir / "vpd").write_bytes(_vpd(dev["description"] or dev["part_number"], dev["part_number"], serial))
     _w(fn_dir / "uevent", f"DRIVER=mlx5_core\nPCI_CLASS={'20700' if ll == 'InfiniBand' else '20000'}\n"
        f"PCI_ID=15B3:{dev['pci_device_id']:04X}\nPCI_SLOT_NAME={dev['pci']}")
+    (fn_dir / "config").write_bytes(_config_space(dev, ll))
+    if dev.get("acpi_index") is not None:   # an onboard device: its ACPI _DSM index (rdma_rename NAME_ONBOARD)
+        _w(fn_dir / "acpi_index", str(dev["acpi_index"]))
+    _mkdir(root / "bus/pci")
+    _link(fn_dir / "subsystem", root / "bus/pci")
     drv = root / "bus/pci/drivers/mlx5_core"
     _link(fn_dir / "driver", drv)
     _link(drv / dev["pci"], fn_dir)
     _link(root / "bus/pci/devices" / dev["pci"], fn_dir)
+
+
+def _config_space(dev: dict, link_layer: str) -> bytes:
+    """The function's PCI config space as sysfs ``config`` shows it (256 bytes): the type 0 header's vendor,
+    device, class code (0x0207 InfiniBand / 0x0200 Ethernet), header type with the multi-function bit (0x80) on the
+    functions of a card that has several (what rdma_rename's is_pci_multifunction reads), subsystem ids; BARs,
+    capabilities and the rest are zero (not modelled)."""
+    cfg = bytearray(256)
+    cfg[0:4] = (0x15B3).to_bytes(2, "little") + dev["pci_device_id"].to_bytes(2, "little")
+    cfg[0x04:0x08] = (0x0406).to_bytes(2, "little") + (0x0010).to_bytes(2, "little")   # command, status
+    cfg[0x09:0x0C] = bytes([0x00, 0x07 if link_layer == "InfiniBand" else 0x00, 0x02])  # prog-if, subclass, class
+    cfg[0x0E] = 0x80 if dev.get("multi_function") else 0x00
+    cfg[0x2C:0x30] = (0x15B3).to_bytes(2, "little") + (0x0041).to_bytes(2, "little")
+    return bytes(cfg)
 
 
 def _write_ib_device(root: Path, ib_dir: Path, fn_dir: Path, dev: dict) -> None:

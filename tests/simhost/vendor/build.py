@@ -83,11 +83,38 @@ def build_deb(workdir: Path, outdir: Path, name: str, version: str, files: dict,
     return deb
 
 
+def mlnx_naming_rules(root: Path) -> list:
+    """MLNX_OFED's / DOCA-OFED's rdma-core ships 60-rdma-persistent-naming.rules with NAME_KERNEL (the devices keep
+    the kernel's mlx5_<N> names; tests/fixtures/real/ib-stack/rdma-persistent-naming-rules-shipped-02.txt), Debian's
+    with NAME_FALLBACK: rewrite the rule of an unpacked rdma-core tree so. Returns the files changed."""
+    changed = []
+    for rel in ("lib/udev/rules.d", "usr/lib/udev/rules.d"):
+        path = root / rel / "60-rdma-persistent-naming.rules"
+        if path.is_file():
+            text = path.read_text()
+            new = text.replace('PROGRAM="rdma_rename %k NAME_FALLBACK"', 'PROGRAM="rdma_rename %k NAME_KERNEL"')
+            if new != text:
+                path.write_text(new)
+                changed.append(path)
+    sums = root / "DEBIAN/md5sums"
+    if changed and sums.is_file():   # the package's own checksums follow (dpkg --verify, debsums)
+        lines = []
+        for line in sums.read_text().splitlines():
+            digest, _sep, rel = line.partition("  ")
+            if root / rel in changed:
+                digest = hashlib.md5((root / rel).read_bytes()).hexdigest()  # noqa: S324 (dpkg's format)
+            lines.append(f"{digest}  {rel}")
+        sums.write_text("\n".join(lines) + "\n")
+    return changed
+
+
 def reversion_deb(src: Path, outdir: Path, workdir: Path, version: str) -> Path:
-    """Debian's real package under the vendor's version (and maintainer): the binaries stay the real ones."""
+    """Debian's real package under the vendor's version (and maintainer): the binaries stay the real ones; the
+    udev naming rule is the vendor's (mlnx_naming_rules)."""
     root = workdir / ("re-" + src.name)
     shutil.rmtree(root, ignore_errors=True)
     run(["dpkg-deb", "-R", str(src), str(root)])
+    mlnx_naming_rules(root)
     control = (root / "DEBIAN/control").read_text()
     original = re.search(r"(?m)^Version: (.*)$", control).group(1)
     # exact dependencies inside the family (infiniband-diags on libibnetdisc5 (= 44.0-2)) follow the new version

@@ -33,6 +33,7 @@ QOSFW = real_fixtures() / "qos-firmware"
 # a ConnectX-4 Lx like the cards of the captures (dual-port, one card 0000:19:00.x), Ethernet
 CX4LX = {
     "name": "cx4lx_test", "stack": {"provider": "inbox"}, "guid_seed": 0x2a0000,
+    "rdma_naming": "kernel",   # mlx5_0/mlx5_1 (unpinned, an inbox host would call them rocep25s0f0/rocep25s0f1)
     "device_defaults": {"hca_type": "MT4117", "pci_device_id": 0x1015, "fw_ver": "14.32.1010",
                         "part_number": "MCX4121A-ACU",
                         "description": "ConnectX-4 Lx EN network interface card; 25GbE dual-port SFP28; PCIe3.0 x8; "
@@ -426,7 +427,7 @@ def test_unsupported_parameter_error_follows_the_source(vpi):
 
 
 @pytest.mark.parametrize("profile, args, message", [
-    ("cx7_roce_400g_2x", ["LINK_TYPE_P1=ETH"], "The Device doesn't support LINK_TYPE_P1 parameter"),   # not VPI
+    (CX4LX, ["LINK_TYPE_P1=ETH"], "The Device doesn't support LINK_TYPE_P1 parameter"),   # an EN card: not VPI
     ("cx7_roce_400g_2x", ["CNP_DSCP_P2=26"], "The Device doesn't support CNP_DSCP_P2 parameter"),      # one port
     ("cx7_vpi_2p", ["LINK_TYPE_P1=FOO"], "Unknown value FOO"),
     ("cx7_vpi_2p", ["SRIOV_EN=2"], "Unknown value 2"),
@@ -515,7 +516,8 @@ def test_unplugged_cable_persists_across_boots(vpi, persist):
     (lambda p: p["devices"][0]["firmware"]["next_boot"].update(LINK_TYPE_P2="ETHERNET"),
      "devices[0].firmware.next_boot.LINK_TYPE_P2: 'ETHERNET': Unknown value ETHERNET"),
     (lambda p: p["devices"][1].update(vpi=False), "devices[1].vpi"),
-    (lambda p: p["devices"][1]["ports"][0].pop("eth"), "devices[1].ports[0].eth"),
+    # without eth: here or in port_defaults (a port takes port_defaults' ib:/eth: when it has none)
+    (lambda p: (p["devices"][1]["ports"][0].pop("eth"), p["port_defaults"].pop("eth")), "devices[1].ports[0].eth"),
     (lambda p: p["devices"][1]["ports"][0].update(link_layer="Ethernet"), "devices[1].ports[0].link_layer"),
     (lambda p: p["devices"][1]["ports"][0]["eth"].update(lid=3), "devices[1].ports[0].eth: unknown field(s) lid"),
     (lambda p: p["devices"][1]["ports"][0]["eth"].update(rate="200G"), "devices[1].ports[0].eth.rate"),
@@ -531,7 +533,7 @@ def test_vpi_profile_errors_name_the_field(mutate, field):
 
 
 def test_a_non_vpi_card_has_no_link_type():
-    prof = simhost.load("cx7_roce_400g_2x")
+    prof = json.loads(json.dumps(CX4LX))   # an EN card (the CX-7s of the bundled profiles are all VPI)
     prof["devices"][0]["firmware"] = {"next_boot": {"LINK_TYPE_P1": "IB"}}
     with pytest.raises(simhost.ProfileError, match=r"devices\[0\]\.firmware\.next_boot\.LINK_TYPE_P1: not a parameter"):
         simhost.expand(prof)

@@ -259,14 +259,14 @@ def main(argv=None) -> int:
             if not (r / "class/infiniband_verbs/abi_version").exists():
                 sys.stderr.write("Failed to get IB devices list: Unknown error -38\n")
                 return 255
-            devs = sysfs.ib_devices()
+            devs = sysfs.verbs_devices()  # ibv_get_device_list order (kernel device index)
             lines = [f"{len(devs)} HCA{'s' if len(devs) != 1 else ''} found:"] + [f"\t{d}" for d in devs] + [""]
             sys.stdout.write("\n".join(lines) + "\n")
             return 0
     if not (r / "class/infiniband_verbs/abi_version").exists():
         sys.stderr.write("Failed to get IB devices list: Unknown error -38\n")
         return 255
-    devs = sysfs.ib_devices()
+    devs = sysfs.verbs_devices()  # ibv_get_device_list order (kernel device index)
     out: list = []
     rc = 0
     if devname:

@@ -220,8 +220,29 @@ def _scan(fmt: list, text: str) -> list:
     return vals
 
 
-def open_device(name: str, root: Path):
-    """mopen() of mtcr_ul: (card, PCI function) or None; writes mtcr's own stderr lines as the real one does."""
+def _rdma_name_pci(name: str, root: Path) -> list | None:
+    """MFT's mtcr_ul (commit 6119e8487e, issue 4870166; mstflint PR #1930 ports it): the last form it tries, any
+    RDMA device name resolved through /sys/class/infiniband/<name>/device (a persistent name such as ``ibp24s0`` or
+    one set with ``rdma dev set``). None when there is no such device."""
+    try:
+        target = os.readlink(root / "class/infiniband" / name / "device")
+    except OSError:
+        return None
+    vals = _scan(["%x", ":", "%x", ":", "%x", ".", "%x"], os.path.basename(target))
+    return vals if len(vals) == 4 else None
+
+
+def open_device(name: str, root: Path, any_rdma_name: bool = False):
+    """mopen() of mtcr_ul: (card, PCI function) or None; writes mtcr's own stderr lines as the real one does.
+    mstflint (mstconfig) knows RDMA devices only by the prefixes ``mthca``, ``mlx4_``, ``mlx5_`` (any other name:
+    ``Unable to parse device name``); ``any_rdma_name`` (MFT's mlxconfig) also takes any other RDMA device name."""
+    if any_rdma_name and not (_scan(["mthca", "%x"], name) or _scan(["mlx4_", "%x"], name)
+                              or _scan(["mlx5_", "%x"], name)):
+        vals = _scan(["%x", ":", "%x", ".", "%x"], name)
+        if len(vals) != 3 and len(_scan(["%x", ":", "%x", ":", "%x", ".", "%x"], name)) != 4:
+            found = _rdma_name_pci(name, root)
+            if found is not None:
+                return _open_pci(found, root)
     if _scan(["mthca", "%x"], name) or _scan(["mlx4_", "%x"], name) or _scan(["mlx5_", "%x"], name):
         try:
             target = os.readlink(root / "class/infiniband" / name / "device")
@@ -242,6 +263,10 @@ def open_device(name: str, root: Path):
             if len(vals) != 4:
                 sys.stderr.write(f"Unable to parse device name {name}\n")
                 return None
+    return _open_pci(vals, root)
+
+
+def _open_pci(vals: list, root: Path):
     if any(v < 0 for v in vals):
         return None
     pci = "%04x:%02x:%02x.%x" % tuple(vals)
@@ -526,7 +551,7 @@ class Tool:
                 self.out("-E- Aborted by user.\n")
                 return MLX_CFG_ABORTED
             self.out("Applying... ")
-            opened = open_device(self.device, self.root)
+            opened = open_device(self.device, self.root, any_rdma_name=self.prog == "mlxconfig")
             if opened is None:
                 self.out("Failed!\n")
                 return self.err("Failed to open the device")
@@ -585,7 +610,7 @@ class Tool:
             return self.reset()
         if self.cmd not in ("query", "set", "show_confs"):
             return self.err(f"{self.cmd}: not simulated by simhost (see tests/simhost/README.md)")
-        opened = open_device(self.device, self.root)
+        opened = open_device(self.device, self.root, any_rdma_name=self.prog == "mlxconfig")
         if opened is None:
             return self.err("Failed to open the device")
         card, pci = opened[0], opened[1]

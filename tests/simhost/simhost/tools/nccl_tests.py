@@ -310,9 +310,10 @@ def _mtu_enum(link_layer: str, netdev_mtu: int | None) -> int:
 
 
 def ib_ports(root: Path) -> list[dict]:
-    """Every port of every RDMA device in ibv_get_device_list order (device name order), as ibv_query_port shows it."""
+    """Every port of every RDMA device in ibv_get_device_list order (the kernel's device index order, sysfs.verbs_devices),
+    as ibv_query_port shows it."""
     out = []
-    for dev in sysfs.ib_devices(root):
+    for dev in sysfs.verbs_devices(root):
         for port in sysfs.ports(dev, root):
             pdir = sysfs.port_dir(dev, port, root)
             ll = _rd(pdir / "link_layer") or "InfiniBand"

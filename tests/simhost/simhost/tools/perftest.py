@@ -228,7 +228,7 @@ def parse_args(prog: str, argv: list) -> dict:
 
 # ------------------------------------------------------------------------------------- local resources
 def find_device(p: dict) -> str | None:
-    devices = sysfs.ib_devices()
+    devices = sysfs.verbs_devices()  # ibv_get_device_list order: the first is perftest's default
     if not devices:
         err(" Did not detect devices \n If device exists, check if driver is up\n")
         return None

@@ -10,7 +10,7 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.stack import device_na
 @pytest.mark.parametrize("name, policy, follows", [
     ("mlx5_0", "kernel", True), ("mlx5_bond_0", "kernel", True), ("ibp24s0", "kernel", False),
     ("ibp24s0", "pci", True), ("rocep12s0f1", "pci", True), ("ibP1p24s0", "pci", True), ("mlx5_3", "pci", False),
-    ("ibg0c42a10300aa0101"[:19], "guid", True), ("rocep12s0f1", "guid", False),
+    ("ibx0c42a10300aa0101", "guid", True), ("rocexa088c203005d4100", "guid", True), ("rocep12s0f1", "guid", False),
     ("ibo1", "fallback", True), ("rocep6s0f1", "fallback", True), ("mlx5_0", "fallback", False),
     ("anything", "keep", True),
 ])
