@@ -22,7 +22,8 @@ Rules, in one place:
 * The port whose netdev carries the management link (a default route's interface, or an interface under it) is
   ``management`` by default and is never ``compute``.
 * ``compute`` ports all have one *compute link layer*: the group's on a host in one group (ports of the other link
-  layer are link-type changes), the link layer they have otherwise. Two are refused.
+  layer are link-type changes), the link layer they have otherwise. Two are refused when ``rdma_port_roles`` makes
+  them (a host in neither group keeps every port compute, with no compute link layer).
 * The **rail** of a compute port is its position among the host's compute ports in PCI order (address, then port):
   0 .. n-1, whatever the devices are called. Other ports have no rail.
 """
@@ -177,7 +178,7 @@ def assign(rdma, entries=None, fabrics=(), management_netdevs=()):
     else:
         found = sorted(set(view["link_layer"] for view in compute if view["link_layer"]))
         compute_ll = found[0] if len(found) == 1 else None
-        if len(found) > 1:
+        if len(found) > 1 and entries:  # the defaults give two only on a host in neither group: no rails to tell
             errors.append("%s gives compute ports of two link layers (%s); NCCL's rails must be one fabric: make "
                           "the ports of one link layer storage or unused." % (VARIABLE, ", ".join(
                               "%s %s" % (view["id"], view["link_layer"]) for view in compute)))
@@ -236,17 +237,7 @@ def planned(rdma, fabrics=()):
     copied = dict(rdma or {})
     copied["devices"] = dict((name, dict(dev, ports=dict((num, dict(port)) for num, port in (dev.get("ports") or {}).items())))
                              for name, dev in ((rdma or {}).get("devices") or {}).items())
-    try:
-        return annotate(copied, None, fabrics, ())
-    except PortRoleError:
-        # compute ports of two link layers on a host in neither group: no rails, every port keeps its role
-        roles = dict((view["id"], _default_role(view, [], set())) for view in port_views(copied))
-        for name, dev in copied["devices"].items():
-            for num, port in dev["ports"].items():
-                port["role"], port["rail"] = roles.get("%s:%s" % (name, num)), None
-        copied["ports_by_role"] = dict((role, [pid for pid, got in roles.items() if got == role]) for role in ROLES)
-        copied["ports_by_role"].update(compute_link_layer=None, link_type_changes=[])
-        return copied
+    return annotate(copied, None, fabrics, ())
 
 
 def compute_ports(rdma, fabrics=()):

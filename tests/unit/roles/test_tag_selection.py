@@ -47,5 +47,5 @@ def test_a_run_whose_tags_leave_the_role_out_fails_nothing_and_changes_nothing(t
     assert stats["failures"] == 0 and stats["changed"] == 0, tail
     # Ansible's own: fact gathering, the argument spec check it inserts (tagged always), the always-tagged includes
     assert all(name == "Gathering Facts" or "Validating arguments against arg spec" in name
-               or name.endswith(("Change the stack (fetch, kernel, remove, install, verify, activate)",
+               or name.endswith(("Change the stack (fetch, kernel, remove, install, verify, activate) and the device naming rule",
                                  "Tool and configure")) for name in ran), ran

@@ -89,7 +89,7 @@ def test_facts_from_a_tree_are_returned_unchanged(tmp_path, commands):
     assert kind is AnsibleExitJson
     assert result["changed"] is False
     rdma = result["ansible_facts"]["rdma"]
-    assert set(rdma) == {"sysfs_root", "devices", "netdevs", "kernel_modules", "memlock", "stack"}
+    assert set(rdma) == {"sysfs_root", "devices", "netdevs", "kernel_modules", "memlock", "stack", "ports_by_role"}
     assert rdma["sysfs_root"] == str(tmp_path)
     assert rdma["devices"]["mlx5_0"]["ports"]["1"]["roce_v2_ipv4_gid_index"] == 3
     assert rdma["devices"]["mlx5_1"]["ports"]["1"]["lid"] == 26
@@ -103,10 +103,11 @@ def test_public_key_names_are_exactly_the_documented_ones(tmp_path, commands):
     _kind, result = run_module({"sysfs_root": str(tmp_path), "gather_stack": False})
     rdma = result["ansible_facts"]["rdma"]
     device = rdma["devices"]["mlx5_0"]
-    assert set(device) == {"fw_ver", "node_guid", "sys_image_guid", "board_id", "hca_type", "node_type", "pci_address", "netdevs", "ports"}
+    assert set(device) == {"fw_ver", "node_guid", "sys_image_guid", "board_id", "hca_type", "node_type", "pci_address", "netdevs", "ports",
+                           "part_number"}
     port = device["ports"]["1"]
     assert set(port) == {"state", "phys_state", "link_layer", "rate_gbps", "width", "speed", "lid", "sm_lid", "netdev", "gids",
-                         "roce_v2_ipv4_gid_index", "pkeys", "pkey_indexes", "port_guid", "traffic_class", "rdma_cm"}
+                         "roce_v2_ipv4_gid_index", "pkeys", "pkey_indexes", "port_guid", "traffic_class", "rdma_cm", "role", "rail"}
     assert set(port["gids"][0]) == {"index", "gid", "type", "netdev", "ipv4"}
     assert set(rdma["netdevs"]["ens1np0"]) == {"mtu", "operstate", "carrier", "speed_mbps", "address", "rdma_device", "rdma_port", "ecn"}
     assert rdma["stack"] is None and commands["calls"] == []
@@ -192,11 +193,14 @@ def test_documentation_lists_every_port_key():
     rdma = ret["ansible_facts"]["contains"]["rdma"]["contains"]
     port_keys = set(rdma["devices"]["contains"]["ports"]["contains"])
     assert port_keys >= {"state", "phys_state", "link_layer", "rate_gbps", "width", "speed", "lid", "sm_lid", "netdev", "gids",
-                         "roce_v2_ipv4_gid_index", "pkeys", "pkey_indexes", "port_guid", "traffic_class", "rdma_cm", "counters", "hw_counters"}
+                         "roce_v2_ipv4_gid_index", "pkeys", "pkey_indexes", "port_guid", "traffic_class", "rdma_cm", "counters", "hw_counters",
+                         "role", "rail"}
     assert set(rdma["netdevs"]["contains"]) == {"mtu", "operstate", "carrier", "speed_mbps", "address", "rdma_device", "rdma_port", "ecn"}
-    assert set(rdma) == {"sysfs_root", "devices", "netdevs", "kernel_modules", "memlock", "stack"}
+    assert set(rdma) == {"sysfs_root", "devices", "netdevs", "kernel_modules", "memlock", "stack", "ports_by_role"}
+    assert "part_number" in rdma["devices"]["contains"]
     doc = module_docs.documentation(rdma_facts)  # with its doc fragments
-    assert set(doc["options"]) == {"sysfs_root", "gather_counters", "gather_all_netdevs", "gather_stack"}
+    assert set(doc["options"]) == {"sysfs_root", "gather_counters", "gather_all_netdevs", "gather_stack", "port_roles", "fabrics",
+                                   "management_netdevs"}
 
 
 def test_module_on_a_simulated_mixed_host(tmp_path, commands):
