@@ -7,9 +7,10 @@ rdma-core ships ``60-rdma-persistent-naming.rules``, whose rule runs ``rdma_rena
 device (``kernel-boot/rdma_rename.c``): ``NAME_KERNEL`` keeps the kernel's name (``mlx5_0``), ``NAME_PCI`` names it
 by its PCI address (``ibp24s0``, ``rocep12s0f1``, ``P<domain>`` first outside domain 0), ``NAME_GUID`` by its node
 GUID (``ibx<16 hex digits>``, ``rocex…``), ``NAME_FALLBACK`` tries onboard (``ibo<N>``), then PCI, else keeps the
-kernel name (rdma_rename's str2policy: the rules file's comment names GUID too, the code does not). Debian and Ubuntu install the rule with ``NAME_FALLBACK``; MLNX_OFED and DOCA-OFED keep kernel names. A file
-of the same name in ``/etc/udev/rules.d`` overrides the package's (udev reads ``/etc`` over ``/usr/lib``), which is
-the file this writes. Names change when the device is added: at the next boot (or driver reload).
+kernel name (rdma_rename's str2policy: the rules file's comment names GUID too, the code does not). Debian and
+Ubuntu install the rule with ``NAME_FALLBACK``; MLNX_OFED and DOCA-OFED keep kernel names. A file of the same name
+in ``/etc/udev/rules.d`` overrides the package's (udev reads ``/etc`` over ``/usr/lib``), which is the file this
+writes. Names change when the device is added: at the next boot (or driver reload).
 """
 
 from __future__ import absolute_import, division, print_function
