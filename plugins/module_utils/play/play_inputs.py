@@ -87,10 +87,10 @@ def device_errors(read, inputs, host):
     rdma = (read.get("ansible_facts") or {}).get("rdma")
     # the read runs with failed_when false (so that this assert reports it), which also clears its "failed": a read
     # that failed is one that returned no facts
+    if rdma is None and port_roles.entry_errors(inputs.get("rdma_port_roles")):
+        return []  # the read refused rdma_port_roles' shape, which collection_errors reports
     if rdma is None and "rdma_port_roles" in str(read.get("msg")):
-        # the shape of rdma_port_roles is reported by collection_errors; what only this host's ports tell is here
-        if port_roles.entry_errors(inputs.get("rdma_port_roles")):
-            return []
+        # what only this host's ports tell (a selector that matches nothing, a management link made compute)
         return ["%s: %s" % (host, str(read["msg"]).replace("rdma_facts: ", "", 1))]
     if rdma is None:
         return ["Reading the RDMA devices under %s on %s failed: %s" % (root, host, read.get("msg", "no message"))]
@@ -150,7 +150,8 @@ def rail_errors(facts_of, hosts, groups, allow_uneven=None):
         for host in hosts or []:
             rdma = facts_of(host) if host in members else None
             plan = (rdma or {}).get("ports_by_role") if isinstance(rdma, dict) else None
-            if plan is not None:
+            # a host whose compute ports are the other fabric's (InfiniBand compute, RoCE storage) has no rails here
+            if plan is not None and plan.get("compute_link_layer") in (None, port_roles.GROUP_LINK_LAYER[group]):
                 counts.setdefault(group, {})[host] = len(plan.get("compute") or [])
     allow = allow_uneven is not None and is_boolean(allow_uneven) and boolean(
         allow_uneven.strip() if isinstance(allow_uneven, str) else allow_uneven)

@@ -187,7 +187,23 @@ def storage_choice(value):
     if unknown:
         return "none", {}, ["%s has no setting %s; allowed: %s (each overrides the compute profile's roce_<setting>, "
                             "roce_mode for mode)." % (STORAGE, ", ".join(unknown), ", ".join(sorted(STORAGE_KEYS)))]
+    # the argument spec checks the compute inputs' types; the map's values get the same rules here
+    errors = ["%s.%s is null: leave it out to take the compute profile's %s." % (STORAGE, key, STORAGE_KEYS[key])
+              for key in sorted(value) if value[key] is None]
+    errors += ["%s.%s must be true or false, got %s." % (STORAGE, key, json.dumps(value[key], default=str))
+               for key in ("lossless", "global_pause") if value.get(key) is not None and not _is_boolean(value[key])]
+    if errors:
+        return "none", {}, errors
     return "own", dict(value), []
+
+
+def _is_boolean(value):
+    """True for what Ansible's argument spec takes as a boolean (``yes``, ``off``, ``1``...)."""
+    try:
+        boolean(value.strip() if isinstance(value, str) else value, strict=True)
+    except TypeError:
+        return False
+    return True
 
 
 def storage_inputs(inputs, overrides):

@@ -17,7 +17,8 @@ Rules, in one place:
   one group, ports of that group's link layer are ``compute``; a port of the other link layer is ``storage`` when it
   is up and carries an address of its own (ACTIVE with a GID of an IP address: the kernel fills a RoCE port's GID
   table from its netdev's addresses; an ACTIVE InfiniBand port is up on a subnet an SM serves), and otherwise
-  ``compute`` (a VPI port the fabric's role may turn into its link layer). On a host in both groups, InfiniBand
+  ``unused`` (only ``rdma_port_roles`` makes it ``compute``, which asks the fabric's role to turn a VPI port into its
+  link layer: a link-type change, applied by a reboot). On a host in both groups, InfiniBand
   ports are ``compute`` and Ethernet ports ``storage``. On a host in neither, every port is ``compute``.
 * The port whose netdev carries the management link (a default route's interface, or an interface under it) is
   ``management`` by default and is never ``compute``.
@@ -34,6 +35,7 @@ __metaclass__ = type  # pylint: disable=invalid-name
 
 import ipaddress
 import json
+import re
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.pci import PCI_RE, canonical_pci, card_of, pci_matches
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
@@ -99,7 +101,8 @@ def selector_matches(selector, view):
     if view["board_id"] and text.upper() == str(view["board_id"]).upper():
         return True
     part = view["part_number"]
-    return bool(part) and text.upper() in (part.upper(), part.upper().split("_A")[0])
+    # with or without the _Ax suffix the tools print (MCX755106AS-HEAT_Ax)
+    return bool(part) and re.sub(r"_A[A-Z0-9]*$", "", text.upper()) == re.sub(r"_A[A-Z0-9]*$", "", part.upper())
 
 
 def _selectors(entry):
@@ -141,7 +144,9 @@ def _default_role(view, fabrics, management):
         return "compute" if view["link_layer"] == "InfiniBand" else "storage"
     if view["link_layer"] == lls[0]:
         return "compute"
-    return "storage" if view["up"] else "compute"
+    # nothing turns a port of the other link layer into the group's unless the user makes it compute: a storage port
+    # that is down or not yet addressed must not become a rail (nor a link-type change with a reboot)
+    return "storage" if view["up"] else "unused"
 
 
 def assign(rdma, entries=None, fabrics=(), management_netdevs=()):
@@ -159,6 +164,8 @@ def assign(rdma, entries=None, fabrics=(), management_netdevs=()):
                  for view in views)
     ids = ", ".join("%s (%s %s%s)" % (view["id"], view["pci"] or "no PCI address", view["link_layer"],
                                       (" " + view["netdev"]) if view["netdev"] else "") for view in views) or "none"
+    cards = sorted(set("%s %s" % (view["part_number"] or "no part number", view["board_id"] or "no PSID") for view in views))
+    ids += "; part numbers and PSIDs: %s" % (", ".join(cards) or "none")
     for index, entry in enumerate(entries or []):
         for selector in _selectors(entry):
             picked = [view for view in views if selector_matches(selector, view)]
@@ -205,9 +212,10 @@ def annotate(rdma, entries=None, fabrics=(), management_netdevs=()):
 
 
 def rail_count_errors(counts, allow_uneven=False):
-    """Hosts of one fabric group with another number of compute rails than the group's most common: ``counts`` maps
-    ``group -> {host: rails}``. Returns ``(errors by host, warnings)``: every host of such a group gets the messages
-    (nothing changes on any of them), unless ``allow_uneven`` (``rdma_allow_uneven_rails``) makes them warnings."""
+    """Hosts of one fabric group with different numbers of compute rails: ``counts`` maps ``group -> {host: rails}``.
+    Returns ``(errors by host, warnings)``: every host of such a group gets the message (nothing changes on any of
+    them), unless ``allow_uneven`` (``rdma_allow_uneven_rails``, a play-wide setting) makes it a warning. The message
+    names the hosts whose count differs from the group's most common one, or every count when none is most common."""
     errors, warnings = {}, []
     for group in sorted(counts):
         hosts = counts[group]
@@ -216,15 +224,22 @@ def rail_count_errors(counts, allow_uneven=False):
             tally[value] = tally.get(value, 0) + 1
         if len(tally) < 2:
             continue
-        usual = sorted(tally.items(), key=lambda item: (-item[1], -item[0]))[0][0]
-        texts = ["%s has %d compute rails, most hosts of the %s group have %d: NCCL pairs rail r of one host with rail r "
-                 "of the others. Check its cables and rdma_port_roles, or set rdma_allow_uneven_rails=true if the fabric "
-                 "is built that way." % (host, hosts[host], group, usual) for host in sorted(hosts) if hosts[host] != usual]
+        ranked = sorted(tally.items(), key=lambda item: -item[1])
+        if ranked[0][1] > ranked[1][1]:
+            usual = ranked[0][0]
+            odd = ", ".join("%s has %d" % (host, hosts[host]) for host in sorted(hosts) if hosts[host] != usual)
+            what = "%s compute rails where the other hosts of the %s group have %d" % (odd, group, usual)
+        else:
+            what = "the hosts of the %s group have different numbers of compute rails (%s)" % (
+                group, ", ".join("%s %d" % (host, hosts[host]) for host in sorted(hosts)))
+        text = ("%s: NCCL pairs rail r of one host with rail r of the others. Check the cables and rdma_port_roles, or "
+                "set rdma_allow_uneven_rails=true for the play (group_vars/all or -e) if the fabric is built that way."
+                % what)
         if allow_uneven:
-            warnings.extend(texts)
+            warnings.append(text)
             continue
         for host in hosts:
-            errors.setdefault(host, []).extend(texts)
+            errors.setdefault(host, []).append(text)
     return errors, warnings
 
 

@@ -112,15 +112,18 @@ def test_vpi_card_from_the_simulator_keeps_its_ethernet_storage_port(tmp_path):
     assert waited == rdma["ports_by_role"]["compute"] and storage[0] not in waited
 
 
-def test_a_vpi_compute_port_without_an_address_is_still_turned():
+def test_a_vpi_port_without_an_address_is_turned_only_when_made_compute():
     rdma = dgx()
     rdma["devices"]["rocep170s0f1"]["ports"]["1"] = _eth_port("enp170s0f1np1", state="DOWN", gids=[])
+    # by default it is unused: a storage port that is down or not yet addressed is no rail and no reboot
+    assert ib_plan(rdma, ["infiniband"])["link_type_ports"] == []
+    rdma = annotated(rdma, ["infiniband"], [{"role": "compute", "devices": ["rocep170s0f1"]}])
     plan = ib_plan(rdma, ["infiniband"])
     assert plan["errors"] == [] and plan["link_type_ports"] == [
         {"device": "rocep170s0f1", "port": 1, "netdev": "enp170s0f1np1"}]
     assert ib_filter.infiniband_link_type_mlxconfig(rdma, devices="auto", fabrics=["infiniband"]) == [
         {"devices": ["rocep170s0f1"], "params": {"LINK_TYPE_P2": "IB"}}]
-    # the management link is never turned, even as a compute port of facts read without roles
+    # the management link is never turned
     assert ib_plan(rdma, ["infiniband"], keep_netdevs=["enp170s0f1np1"])["link_type_ports"] == []
 
 
@@ -286,11 +289,11 @@ def test_a_roce_host_whose_ethernet_ports_are_all_storage_is_told_what_to_set():
 
 def test_roce_compute_ports_that_are_infiniband_go_to_the_firmware_as_eth():
     rdma = roce_8_2()
-    # a VPI card's port 2 that is InfiniBand and down: compute on a roce host, to become Ethernet
+    # a VPI card's port 2 that is InfiniBand and down, made compute on a roce host: to become Ethernet
     rdma["devices"]["rocep170s0f1"]["ports"]["1"] = dict(_ib_port(171), state="DOWN")
     # and an ACTIVE InfiniBand port: storage, left as it is
     rdma["devices"]["rocep170s0f0"]["ports"]["1"] = _ib_port(170)
-    rdma = annotated(rdma, ["roce"])
+    rdma = annotated(rdma, ["roce"], [{"role": "compute", "devices": ["rocep170s0f1"]}])
     p = profile(rdma, ["roce"])
     assert p["errors"] == [] and p["link_type_ports"] == [{"device": "rocep170s0f1", "port": 1}]
     entries = roce_filter.roce_firmware_mlxconfig(rdma, [], qos=p["qos"], link_type_ports=p["link_type_ports"])
@@ -379,3 +382,13 @@ def test_simulated_8_plus_2_roce_node_makes_only_the_8_rails_lossless(tmp_path):
     p = profile(rdma, ["roce"])
     assert p["errors"] == [] and len(p["netdevs"]) == 8 and p["storage_netdevs"] == []
     assert len(profile(rdma, ["roce"], roce_storage_qos="compute")["netdevs"]) == 10
+
+
+@pytest.mark.parametrize("value, message", [
+    ({"trust": None}, "roce_storage_qos.trust is null: leave it out to take the compute profile's roce_trust."),
+    ({"lossless": "maybe"}, 'roce_storage_qos.lossless must be true or false, got "maybe".'),
+    ({"global_pause": []}, "roce_storage_qos.global_pause must be true or false, got []."),
+])
+def test_storage_qos_nulls_and_non_booleans_are_refused_before_anything_changes(value, message):
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.qos.roce_profile import storage_choice
+    assert storage_choice(value) == ("none", {}, [message])

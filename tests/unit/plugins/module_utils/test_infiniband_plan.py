@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import ib_partitions as ibp
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import infiniband as ib
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 from tests.fixtures_path import real_fixtures
 
 
@@ -131,6 +132,9 @@ def test_ipoib_bad_inputs(ipoib, text):
 def test_link_type_ports_keep_the_management_link():
     rdma = _rdma(_port("0x0c42a10300aa0101", "ibp24s0"), _port(None, "enp25s0np0", link_layer="Ethernet"),
                  _port(None, "eno1np0", link_layer="Ethernet"))
+    # the Ethernet ports are not up with an address: only rdma_port_roles makes them compute (a link-type change)
+    assert _plan(rdma=rdma, link_type_devices="auto", keep_netdevs=["eno1np0"])["link_type_ports"] == []
+    rdma = port_roles.annotate(rdma, [{"role": "compute", "devices": ["Ethernet"]}], ["infiniband"], [])
     result = _plan(rdma=rdma, link_type_devices="auto", keep_netdevs=["eno1np0"])
     assert [p["device"] for p in result["link_type_ports"]] == ["mlx5_1"]
     assert _plan(rdma=rdma, link_type_devices=[])["link_type_ports"] == []

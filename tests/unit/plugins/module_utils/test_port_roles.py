@@ -49,11 +49,21 @@ def test_one_fabric_default_roles_keep_storage_ethernet_and_rails_follow_pci_ord
     assert roles["rocep170s0f0:1"]["rail"] is None
 
 
-def test_other_link_layer_without_address_is_a_link_type_change():
+def test_other_link_layer_without_address_is_unused_unless_made_compute():
     rdma = _rdma(("mlx5_0", "0000:0c:00.0", _port("InfiniBand")),
                  ("mlx5_1", "0000:0c:00.1", _port("Ethernet", state="DOWN", netdev="enp12s0f1np1", gids=LINK_LOCAL)))
     _roles, plan = assign(rdma, None, ["infiniband"], [])
+    assert plan["compute"] == ["mlx5_0:1"] and plan["unused"] == ["mlx5_1:1"] and plan["link_type_changes"] == []
+    _roles, plan = assign(rdma, [{"role": "compute", "devices": ["mlx5_1"]}], ["infiniband"], [])
     assert plan["compute"] == ["mlx5_0:1", "mlx5_1:1"] and plan["link_type_changes"] == ["mlx5_1:1"]
+
+
+def test_a_dgx_whose_storage_ports_are_down_keeps_its_rails():
+    rdma = _dgx()
+    for name in ("rocep170s0f0", "rocep170s0f1"):
+        rdma["devices"][name]["ports"]["1"].update(state="DOWN", gids=LINK_LOCAL)
+    roles, plan = assign(rdma, None, ["infiniband"], [])
+    assert len(plan["compute"]) == 8 and plan["link_type_changes"] == [] and roles["ibp220s0:1"]["rail"] == 7
 
 
 def test_both_groups_infiniband_compute_ethernet_storage():
@@ -75,6 +85,7 @@ def test_roce_host_active_infiniband_port_is_storage_and_management_never_comput
 @pytest.mark.parametrize("selector, picked", [
     ("all", 10), ("Ethernet", 2), ("InfiniBand", 8), ("aa:00", 2), ("0000:aa:00.1", 1), ("rocep170s0f1", 1),
     ("rocep170s0f1:1", 1), ("enp170s0f0np0", 1), ("900-9D3B6-00CV-AA0", 2), ("mt_0000000884", 2), ("MCX75310AAS-NEAT", 8),
+    ("MCX75310AAS-NEAT_Ax", 8), ("mcx75310aas-neat_a1", 8),
 ])
 def test_selectors_later_entries_win(selector, picked):
     entries = [{"role": "storage", "devices": "all"}, {"role": "unused", "devices": [selector]}]
@@ -104,10 +115,21 @@ def test_rail_counts_per_group_name_the_odd_host():
         return {"ports_by_role": {"compute": ["a:1"] * {"n1": 8, "n2": 8, "n3": 7}[host]}}
     got = play_inputs.rail_errors(facts_of, ["n1", "n2", "n3"], {"roce": ["n1", "n2", "n3"]})
     assert sorted(got["errors"]) == ["n1", "n2", "n3"]  # nothing changes on any host of the group
-    assert got["errors"]["n1"] == got["errors"]["n3"] and "n3 has 7 compute rails, most hosts of the roce group have 8" in got["errors"]["n3"][0]
+    assert got["errors"]["n1"] == got["errors"]["n3"]
+    assert "n3 has 7 compute rails where the other hosts of the roce group have 8" in got["errors"]["n3"][0]
     got = play_inputs.rail_errors(facts_of, ["n1", "n2", "n3"], {"roce": ["n1", "n2", "n3"]}, "true")
     assert got["errors"] == {} and len(got["warnings"]) == 1
     assert play_inputs.rail_errors(facts_of, ["n1", "n2"], {"roce": ["n1", "n2"]}) == {"errors": {}, "warnings": []}
+    got = play_inputs.rail_errors(facts_of, ["n1", "n3"], {"roce": ["n1", "n3"]})  # a tie: no host is the odd one
+    assert "the hosts of the roce group have different numbers of compute rails (n1 8, n3 7)" in got["errors"]["n1"][0]
+
+
+def test_a_host_in_both_groups_has_no_roce_rails():
+    def facts_of(host):
+        return {"dgx": {"ports_by_role": {"compute": ["i:1"] * 8, "compute_link_layer": "InfiniBand"}}}.get(
+            host, {"ports_by_role": {"compute": ["r:1"] * 2, "compute_link_layer": "Ethernet"}})
+    got = play_inputs.rail_errors(facts_of, ["dgx", "r1", "r2"], {"roce": ["dgx", "r1", "r2"], "infiniband": ["dgx"]})
+    assert got == {"errors": {}, "warnings": []}
 
 
 def test_vpd_part_number_from_a_simulated_card_and_malformed_vpd(tmp_path):
