@@ -151,7 +151,9 @@ def rail_errors(facts_of, hosts, groups, allow_uneven=None):
             rdma = facts_of(host) if host in members else None
             plan = (rdma or {}).get("ports_by_role") if isinstance(rdma, dict) else None
             # a host whose compute ports are the other fabric's (InfiniBand compute, RoCE storage) has no rails here
-            if plan is not None and plan.get("compute_link_layer") in (None, port_roles.GROUP_LINK_LAYER[group]):
+            # a host without RDMA devices (rdma_require_devices false: NCCL over sockets) has no rails either
+            if plan is not None and rdma.get("devices") and plan.get("compute_link_layer") in (
+                    None, port_roles.GROUP_LINK_LAYER[group]):
                 counts.setdefault(group, {})[host] = len(plan.get("compute") or [])
     allow = allow_uneven is not None and is_boolean(allow_uneven) and boolean(
         allow_uneven.strip() if isinstance(allow_uneven, str) else allow_uneven)

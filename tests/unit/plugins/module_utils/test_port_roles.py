@@ -112,7 +112,10 @@ def test_refusals_name_the_variable_and_the_entry():
 
 def test_rail_counts_per_group_name_the_odd_host():
     def facts_of(host):
-        return {"ports_by_role": {"compute": ["a:1"] * {"n1": 8, "n2": 8, "n3": 7}[host]}}
+        if host == "nodev":  # no RDMA device (rdma_require_devices false): no rails to compare
+            return {"devices": {}, "ports_by_role": {"compute": []}}
+        return {"devices": {"a": {}}, "ports_by_role": {"compute": ["a:1"] * {"n1": 8, "n2": 8, "n3": 7}[host]}}
+    assert play_inputs.rail_errors(facts_of, ["n1", "nodev"], {"roce": ["n1", "nodev"]}) == {"errors": {}, "warnings": []}
     got = play_inputs.rail_errors(facts_of, ["n1", "n2", "n3"], {"roce": ["n1", "n2", "n3"]})
     assert sorted(got["errors"]) == ["n1", "n2", "n3"]  # nothing changes on any host of the group
     assert got["errors"]["n1"] == got["errors"]["n3"]
@@ -126,8 +129,8 @@ def test_rail_counts_per_group_name_the_odd_host():
 
 def test_a_host_in_both_groups_has_no_roce_rails():
     def facts_of(host):
-        return {"dgx": {"ports_by_role": {"compute": ["i:1"] * 8, "compute_link_layer": "InfiniBand"}}}.get(
-            host, {"ports_by_role": {"compute": ["r:1"] * 2, "compute_link_layer": "Ethernet"}})
+        return {"dgx": {"devices": {"i": {}}, "ports_by_role": {"compute": ["i:1"] * 8, "compute_link_layer": "InfiniBand"}}}.get(
+            host, {"devices": {"r": {}}, "ports_by_role": {"compute": ["r:1"] * 2, "compute_link_layer": "Ethernet"}})
     got = play_inputs.rail_errors(facts_of, ["dgx", "r1", "r2"], {"roce": ["dgx", "r1", "r2"], "infiniband": ["dgx"]})
     assert got == {"errors": {}, "warnings": []}
 
