@@ -80,10 +80,10 @@ def test_roce_host_nccl_conf(roce):
     # rdma_device_naming: pci renamed mlx5_0/mlx5_1 at the rolling reboot; nccl.conf names them as the host does now
     conf = parse_nccl_conf(roce.file("/etc/nccl.conf").content_string)
     assert conf["NCCL_IB_HCA"] == "=rocep12s0:1,rocep140s0:1"
+    assert conf["NCCL_IB_TC"] == "106"
 
 
 def test_roce_host_devices_have_the_names_the_udev_rule_gives(roce):
     rule = roce.file("/etc/udev/rules.d/60-rdma-persistent-naming.rules").content_string
     assert rule.splitlines()[-1] == 'ACTION=="add", SUBSYSTEM=="infiniband", PROGRAM="rdma_rename %k NAME_PCI"'
     assert _run(roce, "rdma", "dev").splitlines()[0].startswith("0: rocep12s0: node_type ca")
-    assert conf["NCCL_IB_TC"] == "106"
