@@ -361,9 +361,9 @@ ansible_facts:
             - The host's ports (C(dev:port)) per role; C(compute) in rail order, the others in PCI order.
             - Default roles on a host in one of the groups C(infiniband), C(roce) (O(fabrics)) are that group's link
               layer C(compute); a port of the other link layer C(storage) when it is ACTIVE and carries an address
-              (a GID of an IP address; any ACTIVE InfiniBand port), C(compute) otherwise (a VPI port the group's role
-              turns into its link layer); on a host in both groups InfiniBand C(compute) and Ethernet C(storage);
-              the management link's port C(management).
+              (a GID of an IP address; any ACTIVE InfiniBand port), C(unused) otherwise (only O(port_roles) makes it
+              C(compute), a link-type change); on a host in both groups InfiniBand C(compute) and Ethernet
+              C(storage); the management link's port C(management).
             - C(compute_link_layer) is the link layer of the compute ports once the roles have turned them (V(null)
               without compute ports); C(link_type_changes) the compute ports of the other link layer.
           type: dict
