@@ -14,7 +14,7 @@ import re
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.firmware.mlxconfig import check_params, normalize, split_value
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.pci import PCI_RE, canonical_pci, pci_matches
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import ROLE_SELECTOR, ROLES
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import ROLE_SELECTOR, ROLES, selectors_of
 
 __metaclass__ = type
 
@@ -68,14 +68,6 @@ def selector_matches(selector, card, info=None):
         return True
     part = _part_number(info) or card.get("part_number")
     return bool(part) and text.upper() in (part.upper(), ((info or {}).get("name") or "").upper())
-
-
-def selectors_of(entry):
-    """An entry's selectors as a list (a comma-separated string, as Ansible reads a list option, is split)."""
-    devices = entry.get("devices")
-    if isinstance(devices, str):
-        return [part.strip() for part in devices.split(",")]
-    return devices if isinstance(devices, list) else [devices]
 
 
 def check_entries(entries):

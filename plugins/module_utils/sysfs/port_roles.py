@@ -105,7 +105,9 @@ def selector_matches(selector, view):
     return bool(part) and re.sub(r"_A[A-Z0-9]*$", "", text.upper()) == re.sub(r"_A[A-Z0-9]*$", "", part.upper())
 
 
-def _selectors(entry):
+def selectors_of(entry):
+    """An entry's ``devices`` as a list of selectors (a comma-separated string, as Ansible reads a list option, is
+    split); the same for ``rdma_port_roles`` and ``firmware_mlxconfig`` entries."""
     devices = entry.get("devices")
     if isinstance(devices, str):
         return [part.strip() for part in devices.split(",")]
@@ -126,7 +128,7 @@ def entry_errors(entries):
             continue
         if entry["role"] not in ROLES:
             errors.append("%s.role must be one of %s, got %s." % (where, ", ".join(ROLES), _dumps(entry["role"])))
-        selectors = _selectors(entry)
+        selectors = selectors_of(entry)
         if not selectors or any(not isinstance(sel, str) or not sel.strip() for sel in selectors):
             errors.append("%s.devices must be all, a link layer (InfiniBand, Ethernet), PCI addresses, RDMA device "
                           "names (dev or dev:port), netdev names, part numbers or PSIDs (strings), got %s."
@@ -167,7 +169,7 @@ def assign(rdma, entries=None, fabrics=(), management_netdevs=()):
     cards = sorted(set("%s %s" % (view["part_number"] or "no part number", view["board_id"] or "no PSID") for view in views))
     ids += "; part numbers and PSIDs: %s" % (", ".join(cards) or "none")
     for index, entry in enumerate(entries or []):
-        for selector in _selectors(entry):
+        for selector in selectors_of(entry):
             picked = [view for view in views if selector_matches(selector, view)]
             if not picked and selector.strip().lower() != "all" and selector.strip() not in LINK_LAYERS:
                 errors.append("%s[%d].devices: %s matches no RDMA port of this host (ports: %s)."
