@@ -46,11 +46,6 @@ def pci_matches(selector, pci):
     return match.group(4) is None or match.group(4) == function
 
 
-def card_of(pci):
-    """The card (``domain:bus:device``) of a canonical function address."""
-    return pci.rsplit(".", 1)[0] if pci else None
-
-
 def vpd_part_number(data):
     """The ``PN`` keyword of the VPD-R resource in ``data`` (bytes of ``<pci>/vpd``), stripped, or None when the
     VPD is empty, malformed or has no part number."""

@@ -37,7 +37,7 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.pci import PCI_RE, canonical_pci, card_of, pci_matches
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.pci import PCI_RE, canonical_pci, pci_matches
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
 
 ROLES = ("compute", "storage", "management", "unused")
@@ -78,7 +78,7 @@ def port_views(rdma):
         pci = canonical_pci(dev.get("pci_address"))
         for num, port in (dev.get("ports") or {}).items():
             views.append({
-                "id": "%s:%s" % (name, num), "device": name, "port": int(num), "pci": pci, "card": card_of(pci),
+                "id": "%s:%s" % (name, num), "device": name, "port": int(num), "pci": pci,
                 "board_id": dev.get("board_id"), "part_number": dev.get("part_number"), "netdev": port.get("netdev"),
                 "link_layer": port.get("link_layer"), "state": port.get("state"),
                 "up": port.get("state") == "ACTIVE" and (port.get("link_layer") == "InfiniBand" or _has_address(port)),
@@ -255,13 +255,3 @@ def planned(rdma, fabrics=()):
     copied["devices"] = dict((name, dict(dev, ports=dict((num, dict(port)) for num, port in (dev.get("ports") or {}).items())))
                              for name, dev in ((rdma or {}).get("devices") or {}).items())
     return annotate(copied, None, fabrics, ())
-
-
-def compute_ports(rdma, fabrics=()):
-    """``[(dev, port_number, port facts)]`` of the compute ports, in rail order."""
-    rdma = planned(rdma, fabrics)
-    out = []
-    for pid in rdma["ports_by_role"].get("compute") or []:
-        name, num = pid.rsplit(":", 1)
-        out.append((name, int(num), rdma["devices"][name]["ports"][num]))
-    return out
