@@ -59,8 +59,14 @@ def roce_firmware_mlxconfig(rdma, netdevs, ecn=None, cnp_dscp=None, cnp_priority
     return out
 
 
+def roce_declared_qos(prof, firmware_settings="apply", backend="auto"):
+    """The profile (``roce_profile``) as ``{netdev: roce_qos parameters}``: what the health check compares with."""
+    return _profile.declared_qos(prof or {}, firmware_settings, backend)
+
+
 class FilterModule:
     """hpcnet.rdma roce filters."""
 
     def filters(self):
-        return {"roce_profile": roce_profile, "roce_firmware_mlxconfig": roce_firmware_mlxconfig}
+        return {"roce_profile": roce_profile, "roce_firmware_mlxconfig": roce_firmware_mlxconfig,
+                "roce_declared_qos": roce_declared_qos}

@@ -352,3 +352,23 @@ def profile(inputs, rdma, fabrics=None):  # noqa: C901 (one pass over every inpu
             "ethernet_netdevs": ethernet, "pfc": compute["pfc"], "ecn": compute["ecn"],
             "dscp2prio": compute["dscp2prio"] if not errors else {}, "qos": qos, "link_type_ports": link_type_ports,
             "errors": errors}
+
+
+def declared_qos(prof, firmware_settings="apply", backend="auto"):
+    """``{netdev: roce_qos module parameters}`` of every netdev the profile configures, as the role's configure and
+    drift steps pass them (ECN, CNP and DCQCN only where the role sets them at run time, ``roce_firmware_settings:
+    apply``): what the health check compares each netdev with."""
+    out = {}
+    if prof.get("errors"):
+        return out
+    for netdev in prof.get("netdevs") or []:
+        port = prof["qos"][netdev]
+        params = {"backend": backend, "trust": port["trust"], "pfc": port["pfc"], "dscp2prio": port["dscp2prio"],
+                  "traffic_class": port["tos"], "roce_tos": port["tos"], "roce_mode": port["mode"],
+                  "global_pause": port["global_pause"]}
+        if firmware_settings == "apply":
+            params.update(ecn=port["ecn"], cnp_dscp=port["cnp_dscp"], cnp_priority=port["cnp_priority"])
+            if port.get("dcqcn"):
+                params["dcqcn"] = port["dcqcn"]
+        out[netdev] = params
+    return out

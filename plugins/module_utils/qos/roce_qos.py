@@ -157,10 +157,11 @@ def validate(desired, line_rate_mbps=None, names=None):
 class Port:
     """One RoCE netdev, its RDMA device and port, and how to reach its state."""
 
-    def __init__(self, runner, root, netdev, backend="auto"):
+    def __init__(self, runner, root, netdev, backend="auto", facts=None):
+        """``facts``: the sysfs facts of ``root`` when the caller has them (one read for many ports)."""
         self.runner, self.root, self.netdev = runner, root, netdev
         try:
-            facts = gather_rdma_sysfs(root)
+            facts = facts if facts is not None else gather_rdma_sysfs(root)
         except SysfsError as exc:
             raise QosError("reading %s: %s" % (root, exc))
         netdevs = facts.get("netdevs") or {}
@@ -275,9 +276,10 @@ class Port:
         return {"roce_mode": {v: k for k, v in ROCE_MODES.items()}.get(mode),
                 "roce_tos": qos_tools.parse_roce_tos(read_attr(self.cm_port_file("default_roce_tos")) or "")}
 
-    def read(self, create_cm=True):
+    def read(self, create_cm=True, pause=True):
+        """The QoS state; ``pause`` False leaves link-level pause unread (None: no ``ethtool -a``)."""
         state = dict(self.read_dcb())
-        state["global_pause"] = self.read_pause()
+        state["global_pause"] = self.read_pause() if pause else None
         state.update(self.read_ecn())
         raw_tc = read_attr(self.tc_file())
         state["traffic_class"] = qos_tools.parse_traffic_class(raw_tc)["global_tclass"] if raw_tc is not None else None

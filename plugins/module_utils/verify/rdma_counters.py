@@ -41,6 +41,8 @@ ETHTOOL_COUNTERS = ("rx_discards_phy", "tx_discards_phy", "rx_crc_errors_phy", "
                     "link_down_events_phy", "tx_pause_storm_warning_events", "tx_pause_storm_error_events",
                     "rx_global_pause", "tx_global_pause")
 _PRIO_PAUSE = re.compile(r"^(rx|tx)_prio([0-7])_pause$")
+# mlx5: the time a priority was paused, in microseconds (rx: this port was paused; tx: it paused its peer)
+_PRIO_PAUSE_DURATION = re.compile(r"^(rx|tx)_prio([0-7])_pause_duration$")
 
 # IB PortCounters widths: these stop at their maximum instead of wrapping (IBA PortCounters attribute).
 SATURATION = {"symbol_error": 0xFFFF, "link_error_recovery": 0xFF, "link_downed": 0xFF, "port_rcv_errors": 0xFFFF,
@@ -60,18 +62,19 @@ def split_port_key(key):
 def select_ethtool(stats):
     """The counters the report needs out of a parsed ``ethtool -S`` ({name: int})."""
     return dict((name, value) for name, value in stats.items()
-                if name in ETHTOOL_COUNTERS or _PRIO_PAUSE.match(name))
+                if name in ETHTOOL_COUNTERS or _PRIO_PAUSE.match(name) or _PRIO_PAUSE_DURATION.match(name))
 
 
-def snapshot(runner, sysfs_root="/sys", devices=None):
+def snapshot(runner, sysfs_root="/sys", devices=None, facts=None):
     """Read the counters of every port (or of ``devices``) now.
 
     ``runner`` has ``which(name)`` and ``run(argv) -> (rc, out, err)`` (tool_runner.ModuleRunner). Returns
     {counters: {port: {name: int}}, sources: {port: {name: where}}, ports: {port: {link_layer, state, netdev}},
     notes: [{port, kind, message}]}; notes say what could not be read (an absent HCA, no ethtool, an ethtool error).
-    Raises rdma_sysfs.SysfsError when sysfs_root is not a sysfs tree.
+    ``facts``: the sysfs facts read with counters, when the caller has them. Raises rdma_sysfs.SysfsError when
+    sysfs_root is not a sysfs tree.
     """
-    facts = gather_rdma_sysfs(sysfs_root, gather_counters=True)
+    facts = facts if facts is not None else gather_rdma_sysfs(sysfs_root, gather_counters=True)
     present = facts["devices"]
     notes = []
     names = sorted(present, key=natural_key)
@@ -200,13 +203,11 @@ _LINK_FIX = ("`mlxlink -d {hca} -p {port} -m -c` (BER, cable, eye); clean, resea
 _ERROR_COUNTERS = (
     ("symbol_error", "error", "bit errors on the link: a marginal cable, transceiver or a dirty connector"),
     ("link_error_recovery", "error", "the link retrained after errors: a marginal cable or transceiver"),
-    ("link_downed", "error", "the link went down during the traffic: a cable, transceiver or switch port fault"),
     ("port_rcv_errors", "error", "malformed packets were received: link errors (bit/CRC errors) on this link"),
     ("local_link_integrity_errors", "error", "the link's error rate went over its threshold: a marginal cable"),
     ("rx_crc_errors_phy", "error", "frames with CRC errors were received: a marginal cable, transceiver or a dirty "
                                    "connector"),
     ("rx_symbol_err_phy", "error", "symbol errors on the Ethernet link: a marginal cable or transceiver"),
-    ("link_down_events_phy", "error", "the Ethernet link went down during the traffic"),
     ("excessive_buffer_overrun_errors", "warning", "packets arrived with no receive credit (buffer overrun): a "
                                                    "flow-control mismatch with the peer port"),
     ("port_rcv_remote_physical_errors", "warning", "packets marked bad upstream arrived: a link error elsewhere on "
@@ -215,6 +216,45 @@ _ERROR_COUNTERS = (
                                       "timed packets out (head-of-line)"),
 )
 _LOSS_COUNTERS = ("out_of_sequence", "packet_seq_err", "local_ack_timeout_err")
+# a link that went down and came back (a flap): the IB PMA counter on any port, the PHY's on Ethernet ports
+_FLAP_COUNTERS = (("link_downed", "the link went down and came back: a cable, transceiver or switch port fault"),
+                  ("link_down_events_phy", "the Ethernet link went down and came back"))
+
+
+def _health_findings(host, hca, number, values, d, lossless, eth, pause_percent, seconds):
+    """The rules a kept snapshot adds (hpcnet-rdma-health): flaps, the share of time a lossless priority was paused,
+    ECN marks without CNPs."""
+    out = []
+    for name, cause in _FLAP_COUNTERS:
+        if (eth or not name.endswith("_phy")) and _positive(d.get(name)):
+            out.append(finding(host, "error", "counter_link_flap", hca, number, "%s +0" % name, "%s +%d" % (name, d[name]),
+                               cause, _LINK_FIX.format(**values)))
+    if pause_percent is not None and seconds:
+        for prio in lossless:
+            for direction in ("tx", "rx"):
+                micro = d.get("%s_prio%d_pause_duration" % (direction, prio))
+                share = 100.0 * micro / (seconds * 1e6) if _positive(micro) else 0.0
+                if share > pause_percent:
+                    out.append(finding(
+                        host, "error", "counter_pfc_storm", hca, number,
+                        "priority %d paused <= %g%% of the time" % (prio, pause_percent),
+                        "%s_prio%d_pause_duration %.1f%% of %ds" % (direction, prio, share, seconds),
+                        ("a PFC storm: this port kept pausing its peer on priority %d (its receive buffer does not "
+                         "drain: a stalled consumer, PCIe or NUMA)" if direction == "tx" else
+                         "a PFC storm: the fabric kept pausing this port on priority %d (congestion downstream, or a "
+                         "peer that does not drain)") % prio,
+                        "`ethtool -S {netdev} | grep prio%d_pause`; the switch's PFC watchdog and its port counters; "
+                        "for tx, the host's consumer (CPU, PCIe, NUMA)".format(**values) % prio))
+                    break
+    if eth and _positive(d.get("np_ecn_marked_roce_packets")) and d.get("np_cnp_sent") == 0:
+        out.append(finding(
+            host, "warning", "counter_ecn", hca, number, "a CNP for every few ECN-marked packets",
+            "np_ecn_marked_roce_packets +%d, np_cnp_sent +0" % d["np_ecn_marked_roce_packets"],
+            "ECN-marked packets arrived but this port sent no CNP: the notification point is off for the priority, so "
+            "the senders never slow down (DCQCN) and the fabric falls back on PFC",
+            "enable ECN on the lossless priority (hpcnet.rdma.roce roce_ecn_priorities; "
+            "/sys/class/net/{netdev}/ecn/roce_np/enable/<prio> or ROCE_CC_PRIO_MASK in firmware)".format(**values)))
+    return out
 
 
 def _link_layer_of(link_layer, port):
@@ -227,26 +267,35 @@ def _positive(value):
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def findings(host, port_deltas, lossless_priorities, link_layer, notes=None, netdevs=None):
+def findings(host, port_deltas, lossless_priorities, link_layer, notes=None, netdevs=None, limits=None,
+             seconds=None):
     """Findings from counter deltas ({port: {name: delta}}) of one host.
 
     ``lossless_priorities``: the priorities with PFC the roce profile declares (roce_pfc_priorities); ``link_layer``:
     ``InfiniBand`` / ``Ethernet`` for every port, or {port: link_layer}; ``notes``: the notes of ``deltas`` (a reset
-    becomes a warning); ``netdevs``: {port: netdev} for the fix texts. Rules:
+    becomes a warning); ``netdevs``: {port: netdev} for the fix texts; ``limits``: {counter: the delta allowed before
+    it is a finding} (default 0 for every counter: verify's traffic runs), plus ``pause_percent`` (the share of
+    ``seconds``, the time between the snapshots, that a lossless priority may spend paused; default: not checked).
+    Rules:
     - a lossless RoCE port (Ethernet, lossless priorities declared) that drops (rx_discards_phy or out_of_buffer > 0):
       error; the same drops on a RoCE port with no lossless priority: warning;
     - a declared lossless priority with no PFC counter (PFC off on the host for it): error;
     - IB error counters and Ethernet PHY error counters moving: error (symbol_error, link_downed, port_rcv_errors,
       ...), warning for the congestion-like ones (port_xmit_discards, ...);
     - pause frames on a priority that is not declared lossless, or link-level (global) pause: warning;
-    - a PFC pause storm (tx_pause_storm_error_events): error (warning events: warning);
+    - a PFC pause storm (tx_pause_storm_error_events): error (warning events: warning); a lossless priority paused
+      for more than ``limits["pause_percent"]`` of ``seconds``: error;
+    - a flap (link_downed, link_down_events_phy): error;
+    - ECN marks without a CNP sent (np_ecn_marked_roce_packets up, np_cnp_sent not): warning;
     - retransmissions (out_of_sequence, packet_seq_err, local_ack_timeout_err) on a lossless port: warning.
     Zero ECN marks and zero pause on a lossless RoCE port is fine (light traffic without congestion): no finding.
     """
     lossless = sorted(set(int(p) for p in (lossless_priorities or [])))
+    allowed = dict(limits or {})
     out = []
     for port in sorted(port_deltas or {}, key=natural_key):
-        d = port_deltas[port] or {}
+        d = dict((name, value) for name, value in (port_deltas[port] or {}).items()
+                 if not _positive(value) or value > allowed.get(name, 0))
         hca, number = split_port_key(port)
         ll = _link_layer_of(link_layer, port)
         nd = (netdevs or {}).get(port) or "the netdev of %s" % port
@@ -314,6 +363,8 @@ def findings(host, port_deltas, lossless_priorities, link_layer, notes=None, net
                         "; the NIC's storm guard stopped sending pause" if severity == "error" else ""),
                     "check the host for a stalled consumer (CPU, PCIe, NUMA); `ethtool -S {netdev} | grep "
                     "pause_storm`; the switch's PFC watchdog".format(**values))
+        out.extend(_health_findings(host, hca, number, values, d, lossless if is_lossless else [], eth,
+                                    allowed.get("pause_percent"), seconds))
         if is_lossless or ll == "InfiniBand":
             moved = ["%s +%d" % (n, d[n]) for n in _LOSS_COUNTERS if _positive(d.get(n))]
             if moved:

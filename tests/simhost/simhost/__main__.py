@@ -1,6 +1,7 @@
 """Command line: ``python3 -m simhost build --profile NAME|PATH --root DIR [--host-index N]``, ``check``, ``list``,
 ``names --profile NAME|PATH [--host-index N]`` (the RDMA device names a boot gives, simhost/naming.py),
-``watch``, ``cable unplug|plug --device DEV --port N [--root DIR]``, ``fabric netfile|env ...`` (simhost/fabric.py),
+``watch``, ``cable unplug|plug --device DEV --port N [--root DIR]``, ``counters pfc-storm|ecn|drops|symbol-errors|flap|show
+--device DEV [--port N] [--root DIR] [options]`` (counter faults, simhost/faults.py), ``fabric netfile|env ...`` (simhost/fabric.py),
 ``files < SPEC.json`` (a host's files, links and removals in one call: simhost/kitfiles.py), ``install < SPEC.json``
 (a host's whole kit install in one call: simhost/kitinstall.py)."""
 
@@ -11,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from . import faults
 from .fabric import main as fabric_main
 from .firmware import set_cable
 from .kitfiles import main as files_main
@@ -61,9 +63,40 @@ def main(argv=None) -> int:
     cab.add_argument("--device", required=True, help="RDMA device, e.g. mlx5_1")
     cab.add_argument("--port", type=int, default=1, help="port number (default 1)")
     cab.add_argument("--root", default=DEFAULT_ROOT, help=f"the running tree (default {DEFAULT_ROOT})")
+    cnt = sub.add_parser("counters", help="inject counter faults into a port (PFC storm, ECN, drops, symbol errors, "
+                         "link flaps) or show its counters; runtime state, reset at boot")
+    cnt.add_argument("action", choices=faults.ACTIONS)
+    cnt.add_argument("--device", required=True, help="RDMA device, e.g. mlx5_1")
+    cnt.add_argument("--port", default="1", help="port number (default 1)")
+    cnt.add_argument("--root", default=DEFAULT_ROOT, help=f"the running tree (default {DEFAULT_ROOT})")
+    cnt.add_argument("--priority", help="pfc-storm: the priority 0..7 (required)")
+    cnt.add_argument("--seconds", help="pfc-storm: how long the storm lasts (default 60)")
+    cnt.add_argument("--direction", help="pfc-storm: tx = this host sends pause (its buffer is full; default), "
+                     "rx = it receives them")
+    cnt.add_argument("--marked", help="ecn: ECN-marked RoCE packets (required)")
+    cnt.add_argument("--cnp", help="ecn: CNPs sent for them (default: the model's CNPs per marked packet; 0 = none)")
+    cnt.add_argument("--count", help="drops, symbol-errors: how many (required)")
+    cnt.add_argument("--counter", help="drops: rx_discards_phy (default) or out_of_buffer")
+    cnt.add_argument("--times", help="flap: how many link flaps (default 1)")
+
+    def one_line_error(message):  # the counters command's errors are one line, as its value checks are
+        print(f"{cnt.prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+    cnt.error = one_line_error
     args = parser.parse_args(argv)
     try:
-        if args.cmd == "cable":
+        if args.cmd == "counters":
+            names = ("priority", "seconds", "direction", "marked", "cnp", "count", "counter", "times")
+            given = {name: getattr(args, name) for name in names}
+            if args.action == "show":
+                faults.check_options("show", given)
+                print(json.dumps(faults.show(Path(args.root), args.device, args.port), indent=2))
+            else:
+                result = faults.inject(Path(args.root), args.action, args.device, args.port, **given)
+                for note in result["notes"]:
+                    print(f"simhost: note: {note}", file=sys.stderr)
+                print(f"simhost: {faults.summary(result)}")
+        elif args.cmd == "cable":
             msg = set_cable(Path(args.root), args.device, args.port, args.action == "plug")
             print(f"simhost: {msg} (kept in {persist_dir() / 'cables.json'}; the next boot keeps it)")
         elif args.cmd == "list":

@@ -60,7 +60,37 @@ PMA's 4-byte words), ``port_xmit_packets``, ``unicast_xmit_packets``; receiver t
   those for lack of a receive buffer (``hw_counters/out_of_buffer``), each drop is an out-of-sequence arrival at
   the receiver (``out_of_sequence``) and a NAK at the sender (``packet_seq_err``).
 ACKs, read requests and CNP bytes are not counted. A run that fails (transport retry exceeded) adds 1 to the
-sender's ``hw_counters/local_ack_timeout_err``.
+sender's ``hw_counters/local_ack_timeout_err``. The PMA's narrow PortCounters (``PMA_COUNTER_MAX``:
+``symbol_error`` 16 bits, ``link_downed``/``link_error_recovery`` 8 bits, ...) saturate at all ones, as the IB
+spec's fields do; the data/packet counters and everything else are 64-bit.
+
+Fault injection (:func:`pfc_storm_deltas` and the functions after it; ``python3 -m simhost counters``,
+simhost/faults.py). MODEL, with mlx5's names and units (kernel Documentation/.../mlx5/counters.rst):
+* PFC storm of S seconds on priority p at a port of rate R: XOFF frames at ``pause_frames_per_second(R)`` =
+  R / (``PFC_PAUSE_QUANTA`` 65535 x ``PFC_QUANTUM_BITS`` 512 bits), i.e. one frame per full pause time (400 Gb/s:
+  11921 frames/s; a real NIC refreshes XOFF somewhat earlier), and S x 10^6 us of pause (``_pause_duration`` is in
+  microseconds). ``tx`` (default: this host's buffer is full, it sends pause): ``tx_prio<p>_pause`` and
+  ``tx_prio<p>_pause_duration``; mlx5's PFC stall prevention at its boot setting (kernel commit 2afa609f5c97: "By
+  default the stall prevention timeout is configured to 8 sec"; warning watermark 85% of it, at least 80 ms):
+  past 6.8 s ``tx_pause_storm_warning_events`` + 1, past 8 s also ``tx_pause_storm_error_events`` + 1 and the
+  device stops sending pause, so frames and duration stop at 8 s (the drops that follow are not modelled:
+  inject them with ``drops``). ``rx`` (the peer storms this port): ``rx_prio<p>_pause``, ``_pause_duration`` and
+  ``rx_prio<p>_pause_transition`` + 1 (the XOFF -> XON at the end); no storm guard (that is the sender's).
+* ECN: ``hw_counters/np_ecn_marked_roce_packets`` + N and ``np_cnp_sent`` + M, M by default N x
+  ``CONGESTION_PER_GB["cnp_per_marked"]`` (rounded), the rule traffic uses (RoCE ports only: IB has no such files).
+* drops: ``rx_discards_phy`` (ethtool, RoCE) or ``hw_counters/out_of_buffer`` (any port).
+* symbol errors: ``counters/symbol_error`` (saturating) on every port; on a RoCE port also ethtool's
+  ``rx_symbol_err_phy`` (IEEE 802.3 group) and ``rx_pcs_symbol_err_phy`` (physical layer group), equal in the
+  real capture rdma-outputs/ethtool-S-mlx5-02 (386 and 386). mlx5_ib answers a RoCE port's ``counters/`` too
+  (mad.c process_pma_cmd: PortCounters from the firmware's PPCNT InfiniBand group, only data/packets from the
+  vport); that the firmware counts Ethernet PHY errors there is an assumption (no capture of a RoCE port with errors).
+* flap: ``counters/link_downed`` + N (saturating; ``link_error_recovery`` unchanged; on a RoCE port the same
+  assumption as for ``symbol_error``), ``class/net/<if>/carrier_changes`` + 2N (carrier lost and back), and on a
+  RoCE port ``link_down_events_phy`` + N (physical layer group); state and rate end as they were (a flap, not an
+  unplug: ``simhost cable`` pulls a cable).
+Every fault needs a port with link (``phys_state`` LinkUp). Values injected on a priority with PFC off are kept in
+counters.json; ``ethtool -S`` lists them once PFC is on there (mlx5 lists per-priority PFC counters only then),
+``dcb -s pfc show`` (requests/indications, all 8 priorities) shows them at once.
 """
 
 from __future__ import annotations
@@ -95,6 +125,22 @@ CONGESTION_PER_GB = {
     "ecn_marked": 100,           # lossless RoCE with ECN on the priority: packets marked at the receiver
     "cnp_per_marked": 0.5,       # CNPs sent per marked packet
     "out_of_buffer_per_drop": 0.1,
+}
+# fault injection (``python3 -m simhost counters``, :func:`fault_deltas`): a PFC storm
+PFC_PAUSE_QUANTA = 0xFFFF        # pause time one XOFF frame asks for, in quanta (the maximum a PFC frame carries)
+PFC_QUANTUM_BITS = 512           # one pause quantum = 512 bit times at the port's rate (IEEE 802.1Qbb / 802.3 31B)
+PFC_STALL_CRITICAL_MS = 8000     # mlx5 PFC stall prevention, device_stall_critical_watermark at boot (8 s)
+PFC_STALL_MINOR_PERCENT = 85     # MLX5E_PFC_PREVEN_MINOR_PRECENT: the warning watermark, % of the critical one
+PFC_STALL_MIN_MS = 80            # MLX5E_PFC_PREVEN_TOUT_MIN_MSEC: the warning watermark's floor
+# IB PortCounters field widths (IBA 16.1.3.5): the PMA saturates these at all ones; the others are 64-bit
+# (the extended data/packet counters mlx5 reports with IB_PMA_CLASS_CAP_EXT_WIDTH)
+PMA_COUNTER_MAX = {
+    "counters/symbol_error": 0xFFFF, "counters/link_error_recovery": 0xFF, "counters/link_downed": 0xFF,
+    "counters/port_rcv_errors": 0xFFFF, "counters/port_rcv_remote_physical_errors": 0xFFFF,
+    "counters/port_rcv_switch_relay_errors": 0xFFFF, "counters/port_xmit_discards": 0xFFFF,
+    "counters/port_xmit_constraint_errors": 0xFF, "counters/port_rcv_constraint_errors": 0xFF,
+    "counters/local_link_integrity_errors": 0xF, "counters/excessive_buffer_overrun_errors": 0xF,
+    "counters/VL15_dropped": 0xFFFF, "counters/port_xmit_wait": 0xFFFFFFFF,
 }
 COUNTERS_FILE = "counters.json"
 IB_MTUS = (4096, 2048, 1024, 512, 256)
@@ -415,24 +461,32 @@ def counter_deltas(pair: dict, messages: list) -> dict:
     return {"sender": snd, "receiver": rcv}
 
 
-def apply_counters(sysfs_root, view: dict, deltas: dict) -> None:
-    """Add ``deltas`` ({"sysfs": {rel: n}, "ethtool": {name: n}}) to the host of ``view``: the port's
-    ``counters/``/``hw_counters/`` files (only those that exist, as the kernel has them) and, for its netdev,
-    ``.simhost/state/counters.json`` (what ``ethtool -S`` shows through ``simhost.qos.invented_counter``)."""
+def apply_counters(sysfs_root, view: dict, deltas: dict) -> dict:
+    """Add ``deltas`` ({"sysfs": {rel: n}, "ethtool": {name: n}, "netdev": {file: n}}) to the host of ``view``:
+    the port's ``counters/``/``hw_counters/`` files (only those that exist, as the kernel has them; the IB
+    PortCounters of ``PMA_COUNTER_MAX`` saturate there, as the PMA's 16-/8-bit fields do), the netdev's own files
+    (``class/net/<if>/carrier_changes``) and, for its netdev, ``.simhost/state/counters.json`` (what ``ethtool -S``
+    shows through ``simhost.qos.invented_counter``). Returns the new values, in the same shape."""
     root = Path(sysfs_root)
-    pdir = sysfs.port_dir(view["hca"], view["port"], root)
-    for rel, n in sorted((deltas.get("sysfs") or {}).items()):
-        path = pdir / rel
-        text = sysfs.read(path)
-        if text is None:
-            continue
-        try:
-            value = int(text.strip() or "0")
-        except ValueError:
-            value = 0
-        statefile.write_text(path, "%d\n" % (value + n))
-    moved = deltas.get("ethtool") or {}
+    out: dict = {"sysfs": {}, "ethtool": {}, "netdev": {}}
     netdev = view.get("netdev")
+    for kind, base in (("sysfs", sysfs.port_dir(view["hca"], view["port"], root)),
+                       ("netdev", sysfs.netdev_dir(netdev, root) if netdev else None)):
+        for rel, n in sorted((deltas.get(kind) or {}).items()):
+            text = sysfs.read(base / rel) if base is not None else None
+            if text is None:
+                continue
+            try:
+                value = int(text.strip() or "0")
+            except ValueError:
+                value = 0
+            new = value + n
+            cap = PMA_COUNTER_MAX.get(rel) if kind == "sysfs" else None
+            if cap is not None and new > cap:
+                new = max(cap, value)
+            statefile.write_text(base / rel, "%d\n" % new)
+            out[kind][rel] = new
+    moved = deltas.get("ethtool") or {}
     if moved and netdev:
         path = sysfs.state_dir(root) / COUNTERS_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -441,7 +495,84 @@ def apply_counters(sysfs_root, view: dict, deltas: dict) -> None:
         mine = data.setdefault(netdev, {})
         for name, n in moved.items():
             mine[name] = int(mine.get(name, 0)) + n
+            out["ethtool"][name] = mine[name]
         statefile.write_json(path, data, indent=1, sort_keys=True)
+    return out
+
+
+# ============================================================================== fault injection
+# ``python3 -m simhost counters ACTION ...`` (simhost/faults.py checks the input, this part says what moves).
+# MODEL (see the module docstring, "Fault injection"); every function returns deltas for apply_counters().
+def pause_frames_per_second(rate_gbps: float) -> float:
+    """PFC XOFF frames a port in a pause storm sends per second: one per pause time of ``PFC_PAUSE_QUANTA``
+    quanta of ``PFC_QUANTUM_BITS`` bit times at the port's rate (400 Gb/s: one per 83.9 us, 11921/s)."""
+    return rate_gbps * 1e9 / float(PFC_PAUSE_QUANTA * PFC_QUANTUM_BITS)
+
+
+def pfc_stall_watermarks_ms() -> tuple:
+    """(warning, critical) of mlx5's PFC stall prevention at its boot setting: (6800, 8000) ms."""
+    minor = max(PFC_STALL_MIN_MS, PFC_STALL_CRITICAL_MS * PFC_STALL_MINOR_PERCENT // 100)
+    return minor, PFC_STALL_CRITICAL_MS
+
+
+def pfc_storm_deltas(rate_gbps: float, priority: int, seconds: float, direction: str = "tx") -> dict:
+    """A pause storm of ``seconds`` on ``priority``. ``tx``: this port's receive buffer is full, it sends XOFF
+    without pause; past the warning watermark ``tx_pause_storm_warning_events`` + 1, past the critical one
+    ``tx_pause_storm_error_events`` + 1 and the device stops sending pause (the storm's frames and duration end
+    there). ``rx``: the peer storms this port: frames and duration received, and the one XOFF -> XON transition
+    at the storm's end (``rx_prio<p>_pause_transition``)."""
+    paused_s = float(seconds)
+    events = {}
+    if direction == "tx":
+        minor_ms, critical_ms = pfc_stall_watermarks_ms()
+        if paused_s * 1000.0 > minor_ms:
+            events["tx_pause_storm_warning_events"] = 1
+        if paused_s * 1000.0 > critical_ms:
+            events["tx_pause_storm_error_events"] = 1
+            paused_s = critical_ms / 1000.0
+    frames = int(round(pause_frames_per_second(rate_gbps) * paused_s))
+    ethtool = {"%s_prio%d_pause" % (direction, priority): frames,
+               "%s_prio%d_pause_duration" % (direction, priority): int(round(paused_s * 1e6))}
+    if direction == "rx":
+        ethtool["rx_prio%d_pause_transition" % priority] = 1
+    ethtool.update(events)
+    return {"sysfs": {}, "ethtool": {k: v for k, v in ethtool.items() if v}, "netdev": {}}
+
+
+def ecn_deltas(marked: int, cnp: int | None = None) -> dict:
+    """ECN-marked RoCE packets seen by this port's notification point and the CNPs it sent for them (default:
+    ``CONGESTION_PER_GB["cnp_per_marked"]`` per marked packet, as traffic moves them; 0 = marks without CNPs)."""
+    if cnp is None:
+        cnp = int(round(marked * CONGESTION_PER_GB["cnp_per_marked"]))
+    sysfs_ = {"hw_counters/np_ecn_marked_roce_packets": marked, "hw_counters/np_cnp_sent": cnp}
+    return {"sysfs": {k: v for k, v in sysfs_.items() if v}, "ethtool": {}, "netdev": {}}
+
+
+def drop_deltas(count: int, counter: str = "rx_discards_phy") -> dict:
+    """Receive drops: ``rx_discards_phy`` (ethtool, no port receive buffer) or ``out_of_buffer`` (hw_counters,
+    no receive WQE posted)."""
+    if counter == "out_of_buffer":
+        return {"sysfs": {"hw_counters/out_of_buffer": count} if count else {}, "ethtool": {}, "netdev": {}}
+    return {"sysfs": {}, "ethtool": {counter: count} if count else {}, "netdev": {}}
+
+
+def symbol_error_deltas(link_layer: str, count: int) -> dict:
+    """Symbol errors on the port's PHY: the PMA's ``counters/symbol_error`` (saturates at 0xFFFF) on every port,
+    and on an Ethernet port the PHY counters ethtool shows, ``rx_symbol_err_phy`` and ``rx_pcs_symbol_err_phy``."""
+    if not count:
+        return {"sysfs": {}, "ethtool": {}, "netdev": {}}
+    ethtool = {"rx_symbol_err_phy": count, "rx_pcs_symbol_err_phy": count} if link_layer == "Ethernet" else {}
+    return {"sysfs": {"counters/symbol_error": count}, "ethtool": ethtool, "netdev": {}}
+
+
+def flap_deltas(link_layer: str, times: int) -> dict:
+    """``times`` link flaps (down, then up again: the port ends in the state it had): ``counters/link_downed``
+    (saturates at 0xFF; ``link_error_recovery`` stays: the link went down, it did not recover), the netdev's
+    ``carrier_changes`` (+2 each: carrier lost and back) and on an Ethernet port ``link_down_events_phy``."""
+    if not times:
+        return {"sysfs": {}, "ethtool": {}, "netdev": {}}
+    ethtool = {"link_down_events_phy": times} if link_layer == "Ethernet" else {}
+    return {"sysfs": {"counters/link_downed": times}, "ethtool": ethtool, "netdev": {"carrier_changes": 2 * times}}
 
 
 # ==================================================================================== nccl-tests

@@ -236,8 +236,9 @@ _COUNTERS_CACHE: dict = {}
 def invented_counter(netdev: str, name: str) -> int:
     """THE rule for every counter the simulator invents (ethtool -S, pause statistics, dcb pfc requests and
     indications): 0, as on a port that has just come up after a driver load and carried no traffic, unless
-    traffic of the fabric model (simhost.fabric_model, run by the perftest stand-ins) moved it: those values live
-    in ``<root>/.simhost/state/counters.json`` ({netdev: {name: value}}), wiped with the tree like every counter."""
+    traffic of the fabric model (simhost.fabric_model, run by the perftest stand-ins) or a fault injected with
+    ``python3 -m simhost counters`` (simhost.faults) moved it: those values live in
+    ``<root>/.simhost/state/counters.json`` ({netdev: {name: value}}), wiped with the tree like every counter."""
     path = sysfs.state_dir() / COUNTERS_FILE
     try:
         stamp = path.stat().st_mtime_ns

@@ -8,8 +8,9 @@ Pause state is simhost.qos's (global pause on at boot; autoneg off). The -S coun
 priority groups for all 8 priorities): per-priority traffic counters always, the five PFC counters
 ``{rx,tx}_prioN_pause``, ``..._pause_duration``, ``rx_prioN_pause_transition`` only for priorities with PFC on,
 the same five with ``global`` only while link-level pause is on (mlx5e_grp_per_prio_pfc_fill_strings). Every
-value is simhost.qos.invented_counter() (0). Messages and exit codes are those of real ethtool 6.1 runs
-(tests/fixtures/real/qos-firmware/ethtool-*-error-*.txt).
+value is simhost.qos.invented_counter() (0 unless traffic or ``simhost counters`` moved it); a value kept for a
+PFC counter of a priority with PFC off is not listed until PFC is turned on there, as the list follows the PFC
+state. Messages and exit codes are those of real ethtool 6.1 runs (tests/fixtures/real/qos-firmware/ethtool-*-error-*.txt).
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ PREFIX = "ansible_collections.hpcnet.rdma.plugins.module_utils"
 BASE = {"sysfs", "runner"}
 DOMAIN = {"stack", "firmware", "qos", "infiniband", "host", "nccl_log"}
 ALLOWED = dict([(p, set()) for p in BASE] + [(p, BASE) for p in DOMAIN]
-               + [("nccl", BASE | DOMAIN), ("verify", BASE | DOMAIN), ("play", BASE | DOMAIN)])
+               + [("nccl", BASE | DOMAIN), ("verify", BASE | DOMAIN), ("play", BASE | DOMAIN)]
+               # the health check runs verify's checks on the host itself
+               + [("health", BASE | DOMAIN | {"verify"})])
 MAX_LINES = 600
 
 

@@ -99,10 +99,9 @@ def test_ib_error_counters_moving_are_errors():
     deltas = {"mlx5_3/1": {"symbol_error": 3, "link_downed": 1, "port_rcv_errors": 7, "port_xmit_discards": 2,
                            "port_xmit_data": 10 ** 9, "rx_crc_errors_phy": 4}}
     found = c.findings("ib02", deltas, [], "InfiniBand")
-    assert [(f["severity"], f["found"]) for f in found] == [
-        ("error", "symbol_error +3"), ("error", "link_downed +1"), ("error", "port_rcv_errors +7"),
-        ("warning", "port_xmit_discards +2")]
-    assert {f["check"] for f in found} == {"counter_link_errors"}
+    assert [(f["check"], f["severity"], f["found"]) for f in found] == [
+        ("counter_link_errors", "error", "symbol_error +3"), ("counter_link_errors", "error", "port_rcv_errors +7"),
+        ("counter_link_errors", "warning", "port_xmit_discards +2"), ("counter_link_flap", "error", "link_downed +1")]
     assert found[0]["cause"].startswith("bit errors on the link")
     assert found[0]["fix"].startswith("`mlxlink -d mlx5_3 -p 1 -m -c`")
 
@@ -347,3 +346,30 @@ def test_module_documentation_matches_its_arguments():
     assert set(yaml.safe_load(module.RETURN)) == {"counters", "sources", "ports", "notes", "deltas", "delta_notes",
                                                   "findings"}
     yaml.safe_load(module.EXAMPLES)
+
+
+def test_limits_allow_counts_up_to_the_threshold_and_no_more():
+    deltas = {"mlx5_3/1": {"symbol_error": 3, "link_downed": 1}}
+    assert c.findings("ib02", deltas, [], "InfiniBand", limits={"symbol_error": 3, "link_downed": 1}) == []
+    found = c.findings("ib02", deltas, [], "InfiniBand", limits={"symbol_error": 2, "link_downed": 1})
+    assert [f["found"] for f in found] == ["symbol_error +3"]
+
+
+def test_a_lossless_priority_paused_over_the_limit_is_a_pfc_storm():
+    quiet = dict(ROCE_QUIET, tx_prio3_pause=10, rx_prio3_pause=0)
+    storm = dict(quiet, tx_prio3_pause_duration=9 * 10 ** 6, rx_prio3_pause_duration=0)
+    found = c.findings("roce01", {"mlx5_0/1": storm}, [3], "Ethernet", limits={"pause_percent": 10}, seconds=60)
+    assert [(f["check"], f["severity"], f["found"]) for f in found] == [
+        ("counter_pfc_storm", "error", "tx_prio3_pause_duration 15.0% of 60s")]
+    assert "kept pausing its peer" in found[0]["cause"]
+    calm = dict(storm, tx_prio3_pause_duration=5 * 10 ** 6)
+    assert c.findings("roce01", {"mlx5_0/1": calm}, [3], "Ethernet", limits={"pause_percent": 10}, seconds=60) == []
+    # verify's traffic runs give no seconds: no share is computed
+    assert c.findings("roce01", {"mlx5_0/1": storm}, [3], "Ethernet") == []
+
+
+def test_ecn_marks_without_cnps_are_a_warning():
+    d = dict(ROCE_QUIET, rx_prio3_pause=0, np_ecn_marked_roce_packets=500, np_cnp_sent=0)
+    found = c.findings("roce01", {"mlx5_0/1": d}, [3], "Ethernet")
+    assert [(f["check"], f["severity"]) for f in found] == [("counter_ecn", "warning")]
+    assert c.findings("roce01", {"mlx5_0/1": dict(d, np_cnp_sent=250)}, [3], "Ethernet") == []

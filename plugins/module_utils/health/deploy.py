@@ -1,0 +1,110 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The health role's one step on a host: its expected state built, the program and its timer installed, one check run.
+
+Pure Python (no Ansible imports). ``deploy(params, runner, check_mode)`` checks what only the host can tell (the
+textfile directory exists; slurmd is there when Slurm is asked for), reads the RDMA facts as ``rdma_facts`` does,
+builds the expected state, computes every file (``install``), writes those that differ unless ``check_mode``, and runs
+one check in this process against the new expected state (the counter snapshot is left alone: rates start with the
+program's first run). Raises ``DeployError`` with every problem, before anything is written.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import time
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils.health import expected, install, report, thresholds
+from ansible_collections.hpcnet.rdma.plugins.module_utils.health.health_check import HealthError, run
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host.management_link import (
+    ManagementLinkError, default_route_netdevs)
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import PortRoleError, annotate
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import SysfsError, gather_rdma_sysfs
+
+
+class DeployError(Exception):
+    """The health role's inputs do not fit this host; the message names the variables."""
+
+
+def host_errors(params, runner):
+    """What only the host can tell about the inputs, one message per problem naming the role's variable."""
+    errors = thresholds.input_errors(params.get("thresholds") or {})
+    directory = params.get("textfile_dir")
+    if params.get("metrics") == "true" and directory and not os.path.isdir(directory):
+        errors.append("health_textfile_dir: %s does not exist on this host. node_exporter's textfile collector reads "
+                      "that directory (Debian's prometheus-node-exporter creates /var/lib/prometheus/node-exporter): "
+                      "install node_exporter first, set health_textfile_dir to its --collector.textfile.directory, "
+                      "or set health_metrics: false." % directory)
+    if params.get("slurm") and not runner.which("slurmd"):
+        errors.append("health_slurm is true but slurmd is not installed on this host: Slurm runs the health check "
+                      "through slurmd (HealthCheckProgram). Install Slurm's slurmd first, or set health_slurm: false "
+                      "for the hosts that are no Slurm nodes.")
+    return errors
+
+
+def textfile_dir(params):
+    """Where the metrics go: ``textfile_dir`` with metrics ``true``, or with ``auto`` where the directory exists
+    (node_exporter is installed); None otherwise."""
+    metrics, directory = params.get("metrics"), params.get("textfile_dir")
+    if not directory or metrics == "false" or (metrics == "auto" and not os.path.isdir(directory)):
+        return None
+    return directory
+
+
+def _facts(params):
+    root = params["sysfs_root"]
+    try:
+        rdma = dict(gather_rdma_sysfs(root), sysfs_root=root)
+        management = params.get("management_netdevs")
+        annotate(rdma, params.get("port_roles"), params.get("fabrics") or [params["group"]],
+                 default_route_netdevs(root) if management is None else management)
+    except (SysfsError, PortRoleError, ManagementLinkError) as exc:
+        raise DeployError("reading the RDMA facts: %s" % exc)
+    return rdma
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def deploy(params, runner, check_mode):
+    """{changed, diff, expected, files, health}. ``params``: the rdma_health module's parameters."""
+    errors = host_errors(params, runner)
+    if errors:
+        raise DeployError(" ".join(errors))
+    if params.get("validate_only"):
+        return {"changed": False, "diff": {"before": "", "after": ""}, "expected": None, "files": [], "health": None}
+    rdma = _facts(params)
+    nccl_path = params.get("nccl_conf_path")
+    declared = dict(params)
+    if declared.get("management_netdevs") is None:
+        declared["management_netdevs"] = default_route_netdevs(params["sysfs_root"])
+    declared["nccl_conf"] = {"path": nccl_path, "content": _read(nccl_path)} if nccl_path else None
+    declared["slurm"] = {"enabled": bool(params.get("slurm"))}
+    declared["textfile_dir"] = textfile_dir(params)
+    gdr = str(params.get("gdr")).lower()
+    declared["gdr"] = gdr in ("true", "yes", "1") or (gdr == "auto" and os.path.isdir(
+        os.path.join(params["sysfs_root"], "module", "nvidia")))
+    doc = expected.build(declared, rdma)
+    files = {params["expected_path"]: (expected.dumps(doc), 0o644)}
+    files.update(install.program_files(params["prefix"], params["expected_path"]))
+    if params.get("timer") and doc["textfile_dir"]:
+        files.update(install.units(params["unit_dir"], params["prefix"], params["expected_path"], doc["interval"]))
+    changes, diff = install.plan(files)
+    if changes and not check_mode:
+        install.write(changes)
+    try:
+        # memlock is the program's own (a service's, as jobs get it), not this Ansible session's: not checked here
+        result = run(doc, runner, time.time(), None, _read(nccl_path) if nccl_path else None, own_limits=False)
+        health = {"ok": result["ok"], "reason": report.reason(doc, result), "findings": result["findings"]}
+    except HealthError as exc:
+        health = {"ok": False, "reason": "cannot check: %s" % exc, "findings": []}
+    return {"changed": bool(changes), "diff": diff, "expected": doc, "files": [c[0] for c in changes],
+            "health": health}

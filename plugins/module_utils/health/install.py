@@ -1,0 +1,177 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpcnet.rdma contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the health role installs on a host, computed first, written behind the module's one check-mode gate.
+
+Pure Python (no Ansible imports).
+- ``program_files(prefix)``: the program's Python files, read from the modules this process imported (the module
+  that installs it imports ``health.cli``, so AnsiballZ packed exactly the code the program runs, the collection's
+  module_utils and the few ``ansible.module_utils`` files they import), and the launcher ``sbin/hpcnet-rdma-health``;
+- ``units(...)``: the systemd service and timer that write the metrics;
+- ``plan(files)`` / ``write(plan)``: which files differ from what is on disk, and writing them atomically.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ast
+import os
+import sys
+import tempfile
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils.health import cli
+
+COLLECTION = "ansible_collections.hpcnet.rdma.plugins.module_utils"
+# the program's entry point: what it imports is what it runs
+ENTRY = cli.__name__
+LIB = "lib/hpcnet-rdma"
+PROGRAM = "sbin/hpcnet-rdma-health"
+SERVICE = "hpcnet-rdma-health.service"
+TIMER = "hpcnet-rdma-health.timer"
+
+LAUNCHER = """#!/usr/bin/python3 -sE
+# hpcnet-rdma-health: this host's RDMA fabric against {expected} (installed by the hpcnet.rdma.health role).
+import sys
+sys.path.insert(0, "{lib}")
+from {entry} import main
+sys.exit(main())
+"""
+
+
+def _source(name):
+    module = sys.modules.get(name)
+    loader = getattr(module, "__loader__", None)
+    if loader is None or not hasattr(loader, "get_source"):
+        return None
+    try:
+        return loader.get_source(name)
+    except ImportError:
+        return None
+
+
+def _is_package(name):
+    module = sys.modules.get(name)
+    return hasattr(module, "__path__")
+
+
+def _imports(source, package):
+    """The absolute module names ``source`` imports (``from x import y`` gives x and x.y)."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            parts = package.split(".")
+            base = node.module if not node.level else ".".join(parts[:len(parts) - node.level + 1] + [node.module])
+            names.add(base)
+            names.update("%s.%s" % (base, alias.name) for alias in node.names)
+    return names
+
+
+def python_files(entry=ENTRY):
+    """{relative path: source} of ``entry`` and every collection or ansible.module_utils module it imports, with
+    the packages' ``__init__.py`` (empty for ansible's, as AnsiballZ has them)."""
+    wanted, seen, files = [entry], set(), {}
+    while wanted:
+        name = wanted.pop()
+        if name in seen or name not in sys.modules:
+            continue
+        seen.add(name)
+        if not (name.startswith(COLLECTION) or name.startswith("ansible.module_utils")):
+            continue
+        source = _source(name)
+        if source is None:
+            continue
+        path = name.replace(".", "/") + ("/__init__.py" if _is_package(name) else ".py")
+        files[path] = source
+        package = name if _is_package(name) else name.rpartition(".")[0]
+        wanted.extend(n for n in _imports(source, package)
+                      if n.startswith(COLLECTION) or n.startswith("ansible.module_utils"))
+        parts = name.split(".")
+        for depth in range(1, len(parts)):
+            parent = ".".join(parts[:depth])
+            if parent.startswith("ansible_collections"):
+                continue  # namespace packages: a directory is enough
+            files.setdefault(parent.replace(".", "/") + "/__init__.py", "")
+    return files
+
+
+def program_files(prefix, expected):
+    lib = os.path.join(prefix, LIB)
+    files = dict((os.path.join(lib, rel), (text, 0o644)) for rel, text in python_files().items())
+    files[os.path.join(prefix, PROGRAM)] = (LAUNCHER.format(lib=lib, entry=ENTRY, expected=expected), 0o755)
+    return files
+
+
+def units(unit_dir, prefix, expected, interval):
+    program = os.path.join(prefix, PROGRAM)
+    service = """[Unit]
+Description=hpcnet.rdma health check: the RDMA fabric against {expected}, metrics for node_exporter
+Documentation=https://github.com/hpcnet/rdma
+After=network-online.target
+
+[Service]
+Type=oneshot
+ExecStart={program} --textfile --quiet
+SuccessExitStatus=1
+Nice=10
+""".format(program=program, expected=expected)
+    timer = """[Unit]
+Description=hpcnet.rdma health check every {interval} s
+
+[Timer]
+OnBootSec={interval}
+OnUnitActiveSec={interval}
+AccuracySec=1
+
+[Install]
+WantedBy=timers.target
+""".format(interval=interval)
+    return {os.path.join(unit_dir, SERVICE): (service, 0o644), os.path.join(unit_dir, TIMER): (timer, 0o644)}
+
+
+def _current(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def _mode(path):
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return None
+
+
+def plan(files):
+    """[(path, text, mode)] of the files whose content or mode differs from what is on disk, and the diff."""
+    out, before, after = [], [], []
+    for path in sorted(files):
+        text, mode = files[path]
+        now = _current(path)
+        if now != text or _mode(path) != mode:
+            out.append((path, text, mode))
+            before.append("%s: %s" % (path, "absent" if now is None else "present"))
+            after.append("%s: %d bytes, mode %04o" % (path, len(text), mode))
+    return out, {"before": "\n".join(before) + ("\n" if before else ""),
+                 "after": "\n".join(after) + ("\n" if after else "")}
+
+
+def write(changes):
+    for path, text, mode in changes:
+        directory = os.path.dirname(path)
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
+        fd, tmp = tempfile.mkstemp(prefix=".hpcnet.", dir=directory)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+            os.chmod(tmp, mode)
+            os.rename(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise

@@ -1,0 +1,195 @@
+"""The health check end to end on simulated hosts: the module's install step (expected state, program, units), then
+the installed program run as a host runs it (system python3, no Ansible), against faults the simulator injects."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import simhost
+from simhost.firmware import set_cable
+
+from ansible_collections.hpcnet.rdma.plugins.module_utils.health import cli  # noqa: F401 (the program's code)
+from ansible_collections.hpcnet.rdma.plugins.module_utils.health import slurm, thresholds
+from ansible_collections.hpcnet.rdma.plugins.module_utils.health.deploy import DeployError, deploy
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import SubprocessRunner
+
+KIT = Path(__file__).resolve().parents[2] / "simhost"
+PYTHON = shutil.which("python3", path="/usr/bin:/bin") or "python3"
+
+
+def _memlock():
+    soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
+    return "unlimited" if soft == resource.RLIM_INFINITY else soft
+
+
+def params(tmp, root, **extra):
+    out = dict(host="node01", group="infiniband", fabrics=["infiniband"], port_roles=None, management_netdevs=["eth0"],
+               sysfs_root=str(root), expected_rate_gbps=None, expected_storage_rate_gbps=None, mtu=None,
+               storage_mtu=None, memlock=_memlock(), gdr="false", ipoib=[], sm=False, roce_qos={},
+               lossless_priorities=[], nccl_conf_path=None, thresholds={}, slurm=False, metrics="auto",
+               textfile_dir=str(tmp / "textfile"), timer=True, expected_path=str(tmp / "etc/health.json"),
+               prefix=str(tmp / "usr"), unit_dir=str(tmp / "units"), validate_only=False)
+    out.update(extra)
+    return out
+
+
+@pytest.fixture
+def ib_host(tmp_path, monkeypatch):
+    root = tmp_path / "sys"
+    monkeypatch.setenv("SIMHOST_SYSFS_ROOT", str(root))
+    monkeypatch.setenv("SIMHOST_PERSIST_DIR", str(tmp_path / "persist"))
+    monkeypatch.setenv("PATH", "%s:%s" % (KIT / "bin", os.environ["PATH"]))
+    simhost.build_tree(simhost.load("cx7_ib_ndr_8x"), root)
+    (tmp_path / "textfile").mkdir()
+    return tmp_path, root
+
+
+def program(tmp, *args):
+    """The installed launcher, as the timer or slurmd runs it (its own python3, -sE: no site-packages)."""
+    return subprocess.run([PYTHON, "-sE", str(tmp / "usr/sbin/hpcnet-rdma-health"), "--expected",
+                           str(tmp / "etc/health.json"), *args], capture_output=True, text=True, timeout=60,
+                          check=False)
+
+
+def installed(tmp, root, **extra):
+    return deploy(params(tmp, root, state_dir=str(tmp / "state"), **extra), SubprocessRunner(), False)
+
+
+def test_install_writes_the_expected_state_program_and_units_once(ib_host):
+    tmp, root = ib_host
+    first = deploy(params(tmp, root), SubprocessRunner(), False)
+    assert first["changed"] and first["health"]["ok"], first["health"]
+    assert first["health"]["reason"] == "healthy: 8 ports checked"
+    names = set(os.path.relpath(p, tmp) for p in first["files"])
+    assert {"etc/health.json", "usr/sbin/hpcnet-rdma-health", "units/hpcnet-rdma-health.timer",
+            "usr/lib/hpcnet-rdma/ansible_collections/hpcnet/rdma/plugins/module_utils/verify/rdma_verify.py",
+            "usr/lib/hpcnet-rdma/ansible/module_utils/parsing/convert_bool.py"} <= names
+    doc = first["expected"]
+    assert doc["spec"]["expected_rate_gbps"] == 400 and len(doc["expect"]["devices"]) == 8
+    assert [p["rail"] for p in doc["ports"]] == list(range(8))
+    again = deploy(params(tmp, root), SubprocessRunner(), False)
+    assert not again["changed"] and again["files"] == []
+
+
+def test_check_mode_writes_nothing(ib_host):
+    tmp, root = ib_host
+    result = deploy(params(tmp, root), SubprocessRunner(), True)
+    assert result["changed"] and not (tmp / "etc/health.json").exists() and not (tmp / "usr").exists()
+
+
+def test_a_pulled_cable_is_the_first_line_and_exit_1(ib_host):
+    tmp, root = ib_host
+    installed(tmp, root)
+    healthy = program(tmp)
+    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    assert healthy.stdout.splitlines()[0] == "healthy: 8 ports checked"
+    set_cable(root, "mlx5_1", 1, False)
+    broken = program(tmp)
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert broken.stdout.splitlines()[0] == "mlx5_1:1 DOWN (expected ACTIVE 400 Gb/s)"
+    assert "error port_state mlx5_1:1" in broken.stdout.splitlines()[1]
+    as_json = json.loads(program(tmp, "--json").stdout)
+    assert as_json["ok"] is False and as_json["findings"][0]["check"] == "port_state"
+    assert set(as_json["findings"][0]) >= {"host", "severity", "check", "device", "port", "expected", "found", "cause", "fix"}
+    set_cable(root, "mlx5_1", 1, True)
+    assert program(tmp).returncode == 0
+
+
+def test_a_flap_between_two_runs_is_an_error_and_the_threshold_allows_it(ib_host):
+    tmp, root = ib_host
+    installed(tmp, root)
+    assert program(tmp).returncode == 0  # the first run keeps the snapshot
+    counter = root / "class/infiniband/mlx5_3/ports/1/counters/link_downed"
+    counter.write_text("%d\n" % (int(counter.read_text()) + 1))
+    flapped = program(tmp)
+    assert flapped.returncode == 1
+    assert flapped.stdout.splitlines()[0] == "mlx5_3:1 link_downed +1 (expected link_downed +0)"
+    assert program(tmp).returncode == 0  # the next run sees no new flap
+    installed(tmp, root, thresholds={"health_link_flaps_max": 1})
+    counter.write_text("%d\n" % (int(counter.read_text()) + 1))
+    assert program(tmp).returncode == 0
+
+
+def test_textfile_metrics(ib_host):
+    tmp, root = ib_host
+    installed(tmp, root)
+    set_cable(root, "mlx5_2", 1, False)
+    assert program(tmp, "--textfile", "--quiet").returncode == 1
+    text = (tmp / "textfile/hpcnet_rdma.prom").read_text()
+    assert 'hpcnet_rdma_health_check_ok{check="port_state",device="mlx5_2",port="1",netdev="ibp79s0",role="compute",rail="2"} 0' in text \
+        or 'hpcnet_rdma_health_check_ok{check="port_state",device="mlx5_2",port="1"' in text
+    assert "hpcnet_rdma_health_ok 0" in text
+    promtool = shutil.which("promtool")
+    if promtool:
+        checked = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, check=False)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    elif os.environ.get("HPCNET_REQUIRE_PROMTOOL"):
+        pytest.fail("promtool is not installed")
+
+
+def test_no_expected_state_exits_2(ib_host):
+    tmp, root = ib_host
+    installed(tmp, root)
+    (tmp / "etc/health.json").unlink()
+    missing = program(tmp)
+    assert missing.returncode == 2 and missing.stdout.startswith("cannot check:")
+
+
+@pytest.mark.parametrize("inputs, needle", [
+    ({"health_pfc_pause_percent_max": "5%"}, "health_pfc_pause_percent_max must be a plain number in percent"),
+    ({"health_pfc_pause_percent_max": 150}, "0 to 100"),
+    ({"health_interval": 0}, "health_interval must be a whole number of seconds, 10 to 86400"),
+    ({"health_link_flaps_max": 1.5}, "health_link_flaps_max must be a plain whole number"),
+    ({"health_slurm_node_state": "BUSY"}, "health_slurm_node_state must be Slurm's HealthCheckNodeState"),
+])
+def test_threshold_errors_name_the_variable(inputs, needle):
+    errors = thresholds.input_errors(inputs)
+    assert len(errors) == 1 and needle in errors[0], errors
+
+
+def test_host_side_refusals_change_nothing(ib_host):
+    tmp, root = ib_host
+    with pytest.raises(DeployError, match="health_textfile_dir: .*/nowhere does not exist"):
+        deploy(params(tmp, root, metrics="true", textfile_dir=str(tmp / "nowhere")), SubprocessRunner(), False)
+    with pytest.raises(DeployError, match="health_slurm is true but slurmd is not installed"):
+        deploy(params(tmp, root, slurm=True), SubprocessRunner(), False)
+    assert not (tmp / "etc").exists()
+
+
+SHOW_NODE = ("NodeName=node01 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=2 State=IDLE+DRAIN ThreadsPerCore=1 "
+             "Partitions=debug BootTime=2026-12-06T10:00:00 Reason=%s [%s@2026-12-06T12:00:00]")
+
+
+@pytest.mark.parametrize("reason, user, ok, expected", [
+    ("hpcnet-rdma: mlx5_1:1 DOWN (expected ACTIVE 400 Gb/s)", "root", True, ("resume", None)),
+    ("bad DIMM", "admin", True, (None, "drained by someone else (bad DIMM): left drained")),
+    ("bad DIMM", "admin", False, (None, "drained by someone else (bad DIMM): left as it is")),
+    ("hpcnet-rdma: old", "root", False, ("drain", "hpcnet-rdma: mlx5_2:1 DOWN")),
+])
+def test_slurm_drains_and_resumes_only_its_own(reason, user, ok, expected):
+    node = slurm.node_state(SHOW_NODE % (reason, user))
+    assert node["drain"] and node["reason"] == reason
+    assert slurm.action(node, ok, "mlx5_2:1 DOWN") == expected
+
+
+def test_slurm_drains_an_idle_node():
+    node = slurm.node_state("NodeName=node01 State=IDLE Partitions=debug Reason=(null)")
+    assert slurm.action(node, False, "mlx5_2:1 DOWN") == ("drain", "hpcnet-rdma: mlx5_2:1 DOWN")
+    assert slurm.argv("/usr/bin/scontrol", "node01", "drain", "hpcnet-rdma: x y") == [
+        "/usr/bin/scontrol", "update", "NodeName=node01", "State=DRAIN", "Reason=hpcnet-rdma: x y"]
+
+
+def test_a_host_without_rdma_devices_is_healthy_with_nothing_to_check(tmp_path, monkeypatch):
+    root = tmp_path / "sys"
+    monkeypatch.setenv("SIMHOST_SYSFS_ROOT", str(root))
+    monkeypatch.setenv("SIMHOST_PERSIST_DIR", str(tmp_path / "persist"))
+    simhost.build_tree(simhost.load("no_rdma"), root)
+    result = deploy(params(tmp_path, root), SubprocessRunner(), False)
+    assert result["health"] == {"ok": True, "reason": "healthy: 0 ports checked", "findings": []}
