@@ -34,6 +34,7 @@ demo: venv image ## Start four simulated hosts, run site.yml on them, then verif
 	$(BIN)/ansible-playbook tests/container/demo-up.yml
 	$(BIN)/ansible-playbook site.yml -i inventories/demo
 	$(BIN)/ansible-playbook verify.yml -i inventories/demo
+	$(BIN)/ansible-playbook tests/container/demo-health.yml -i inventories/demo
 	@echo "Fabric report: $(CURDIR)/fabric-report/fabric-report.html (JSON: fabric-report/fabric-report.json)"
 
 demo-fault: venv ## After make demo: turn PFC off on roce-node02, verify (the report names it), then repair it
@@ -85,13 +86,14 @@ MOLECULE_JOBS ?= 2
 molecule: venv image ## Molecule scenarios in Docker containers of simulated ConnectX hosts (two at a time)
 	$(PY) tests/tools/molecule_lanes.py --jobs $(MOLECULE_JOBS) $(MOLECULE_SCENARIOS)
 
-bench: venv ## Benchmarks: verify perftest rounds on 4/8 hosts, rdma_facts read time, roce_qos no-op, site.yml on 4/16/32/64 hosts, NCCL log analyser
+bench: venv ## Benchmarks: verify perftest rounds on 4/8 hosts, rdma_facts read time, roce_qos no-op, site.yml on 4/16/32/64 hosts, NCCL log analyser, health check
 	$(PY) tests/bench/bench_verify_rounds.py --sizes 4,8
 	$(PY) tests/bench/bench_rdma_facts.py
 	$(PY) tests/bench/bench_roce_qos.py
 	$(PY) tests/bench/bench_roce_qos.py --profile cx7_roce_400g_2x --backend dcb
 	$(PY) tests/bench/bench_site_scale.py --sizes 4,16,32,64
 	$(PY) tests/bench/bench_nccl_log.py
+	$(PY) tests/bench/bench_health.py
 
 build: venv ## Build the Galaxy artifact
 	$(BIN)/ansible-galaxy collection build --force --output-path build/

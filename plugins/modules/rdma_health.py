@@ -25,6 +25,9 @@ description:
     start with the program's first run).
 author:
   - hpcnet.rdma contributors (@hpcnet)
+extends_documentation_fragment:
+  - hpcnet.rdma.sysfs_root
+  - hpcnet.rdma.attributes
 options:
   host:
     description: The host's inventory name (findings carry it).
@@ -48,10 +51,6 @@ options:
     description: The management link's netdevs; the netdevs of the default routes when omitted.
     type: list
     elements: str
-  sysfs_root:
-    description: Root of the sysfs tree to read.
-    type: path
-    default: /sys
   expected_rate_gbps:
     description: The compute ports' rate; the most common rate of the ACTIVE compute ports now when omitted.
     type: float
@@ -135,7 +134,7 @@ options:
     type: bool
     default: false
 notes:
-  - Supports check mode and diff mode; a second run with the same inputs and the same host changes nothing.
+  - A second run with the same inputs and the same host changes nothing.
 '''
 
 EXAMPLES = r'''

@@ -11,7 +11,7 @@ and site.yml stops those hosts until a reboot: expected here), then every host "
 the pending firmware values become current, as the rolling reboot would make them; the rolling reboot itself is never
 run, it would reboot this machine), a second run that converges every host, and a no-op re-run. Each host is an inventory host with
 ``ansible_connection: local``, its own simulated sysfs tree (tests/simhost, ``host_index`` = its number within its
-profile), its own ``rdma_sysfs_root`` and ``nccl_conf_path``, ``ansible_become: false``; half the hosts are
+profile), its own ``rdma_sysfs_root``, ``nccl_conf_path`` and health check files, ``ansible_become: false``; half the hosts are
 InfiniBand (cx7_ib_ndr_8x, group ``infiniband``), half RoCE v2 (cx7_roce_400g_2x and cx7_roce_400g_2x_ipv6,
 group ``roce``). What would change the controller's packages or network is skipped, with the tags that
 tests/unit/playbooks/test_site_awx_runner.py skips (SKIP_TAGS below); the rest of the play runs for real.
@@ -173,7 +173,11 @@ def build_hosts(base: Path, count: int, ifname: str | None) -> tuple[Path, list]
         python = localhost.create(loaded[prof], hdir, index, host_python())
         boots.append((loaded[prof], hdir, index))
         groups[group]["hosts"][name] = {"rdma_sysfs_root": str(hdir / "sys"), "nccl_conf_path": str(hdir / "nccl.conf"),
-                                        "ansible_python_interpreter": str(python)}
+                                        "ansible_python_interpreter": str(python),
+                                        # the health check's files in the host's directory, no timer
+                                        "health_expected_path": str(hdir / "health.json"), "health_metrics": "false",
+                                        "health_nccl_conf_path": str(hdir / "nccl.conf"),
+                                        "health_install_prefix": str(hdir / "usr")}
     all_vars = {"ansible_connection": "local", "ansible_become": False}
     if ifname:
         all_vars["nccl_socket_ifname"] = ifname

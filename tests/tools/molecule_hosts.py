@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 KNOWN_KEYS = {"name", "image", "pre_build_image", "command", "stop_signal", "capabilities", "tmpfs", "volumes",
-              "groups", "restart_policy", "docker_networks", "networks", "hostname"}
+              "groups", "restart_policy", "docker_networks", "networks", "hostname", "ulimits"}
 NETWORK_KEYS = {"name", "driver_options", "ipam_config", "internal"}   # a docker_networks entry
 ATTACH_KEYS = {"name", "aliases"}                                        # a networks entry
 BUILTIN_NETWORKS = {"bridge", "host", "none"}
@@ -84,6 +84,8 @@ def create_container(platform):
     args += [f"--cap-add={cap}" for cap in platform.get("capabilities") or []]
     args += [f"--tmpfs={path}" for path in platform.get("tmpfs") or []]
     args += [f"--volume={volume}" for volume in platform.get("volumes") or []]
+    # Molecule's form name:soft[:hard] -> docker's name=soft[:hard]
+    args += ["--ulimit=%s=%s" % tuple(limit.split(":", 1)) for limit in platform.get("ulimits") or []]
     if platform.get("stop_signal"):
         args += ["--stop-signal", platform["stop_signal"]]
     if platform.get("restart_policy"):

@@ -48,6 +48,9 @@ def parse_args(argv):
     parser.add_argument("--node", default=os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0],
                         help="the Slurm node name (default: $SLURMD_NODENAME, else the short host name)")
     parser.add_argument("--quiet", action="store_true", help="print only the first line")
+    parser.add_argument("--sysfs-only", action="store_true",
+                        help="read sysfs and `ethtool -S` only (one process per RoCE netdev): the QoS tool's trust, "
+                             "PFC and DSCP map wait for a full check (PFC is still checked by its counters)")
     return parser.parse_args(argv)
 
 
@@ -79,7 +82,8 @@ def check(args, runner, now):
         fcntl.flock(lock, fcntl.LOCK_EX)
         snapshot = os.path.join(state_dir, SNAPSHOT)
         conf = doc.get("nccl_conf") or {}
-        result = run(doc, runner, now, _previous(snapshot), _read(conf["path"]) if conf.get("path") else None)
+        result = run(doc, runner, now, _previous(snapshot), _read(conf["path"]) if conf.get("path") else None,
+                     tools=not args.sysfs_only)
         exposition.write(snapshot, json.dumps(result["snapshot"], sort_keys=True) + "\n")
     return doc, result
 

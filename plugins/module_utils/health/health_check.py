@@ -44,16 +44,25 @@ class HealthError(Exception):
     """The check could not run (the host cannot be read); the message says why."""
 
 
-def _qos_drift(runner, root, facts, declared):
-    """{netdev: {changed, diff} or {failed, msg}}: each declared netdev's QoS state against its profile, read-only."""
+# what only the QoS tool (mlnx_qos, dcb) reads: left to a full check; a sysfs-only check reads the rest from files
+TOOL_SETTINGS = ("trust", "pfc", "dscp2prio")
+
+
+def _qos_drift(runner, root, facts, declared, tools=True):
+    """{netdev: {changed, diff} or {failed, msg}}: each declared netdev's QoS state against its profile, read-only.
+    Without ``tools``, only what sysfs and configfs hold (ECN, CNP, DCQCN, traffic class, RDMA-CM ToS and mode):
+    no process per netdev (PFC is still checked, by its counters: rdma_counters' counter_pfc)."""
     out = {}
     for netdev in sorted(declared, key=natural_key):
         desired = dict(declared[netdev])
         backend = desired.pop("backend", "auto")
         desired.pop("global_pause", None)  # link-level pause: its counters say more than a read (no ethtool -a)
+        if not tools:
+            for key in TOOL_SETTINGS:
+                desired.pop(key, None)
         try:
             port = Port(runner, root, netdev, backend, facts=facts)
-            before = port.read(create_cm=False, pause=False)
+            before = port.read(create_cm=False, pause=False, dcb=tools)
             after, steps, _firmware = port.plan(before, desired)
         except QosError as exc:
             out[netdev] = {"failed": True, "msg": str(exc)}
@@ -131,9 +140,11 @@ def _counter_findings(doc, rdma, snap, previous, now):
     return [f for f in found if f["check"] != "counter_reset"], notes
 
 
-def run(doc, runner, now, previous=None, nccl_text=None, own_limits=True):
+def run(doc, runner, now, previous=None, nccl_text=None, own_limits=True, tools=True):
     """The health of this host. ``nccl_text``: /etc/nccl.conf as read now (None: absent); ``own_limits``: check this
-    process's memlock limit (the program, run by systemd or slurmd as jobs are; not an Ansible session's). Returns
+    process's memlock limit (the program, run by systemd or slurmd as jobs are; not an Ansible session's); ``tools``
+    False: no QoS tool (``ethtool -S`` is the one process per RoCE netdev; trust and the DSCP map wait for a full
+    check). Returns
     {ok, findings, checks, ports, snapshot, notes}; raises HealthError when the host cannot be read."""
     root = doc["sysfs_root"]
     try:
@@ -149,7 +160,7 @@ def run(doc, runner, now, previous=None, nccl_text=None, own_limits=True):
     rdma["memlock"] = memlock_limits() if own_limits else {"soft": None, "hard": None}
     host = doc["host"]
     entry = {"group": doc["group"], "rdma": rdma, "expect": doc["expect"],
-             "roce_qos": _qos_drift(runner, root, facts, doc["roce_qos"]) if doc["roce_qos"] else None,
+             "roce_qos": _qos_drift(runner, root, facts, doc["roce_qos"], tools) if doc["roce_qos"] else None,
              "sminfo": _sminfo(runner, rdma) if doc["sm"] else None}
     if doc["ports"] or doc["expect"]["devices"]:
         try:

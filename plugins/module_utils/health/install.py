@@ -113,7 +113,7 @@ After=network-online.target
 
 [Service]
 Type=oneshot
-ExecStart={program} --textfile --quiet
+ExecStart={program} --textfile --quiet --sysfs-only
 SuccessExitStatus=1
 Nice=10
 """.format(program=program, expected=expected)

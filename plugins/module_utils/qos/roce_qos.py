@@ -276,9 +276,10 @@ class Port:
         return {"roce_mode": {v: k for k, v in ROCE_MODES.items()}.get(mode),
                 "roce_tos": qos_tools.parse_roce_tos(read_attr(self.cm_port_file("default_roce_tos")) or "")}
 
-    def read(self, create_cm=True, pause=True):
-        """The QoS state; ``pause`` False leaves link-level pause unread (None: no ``ethtool -a``)."""
-        state = dict(self.read_dcb())
+    def read(self, create_cm=True, pause=True, dcb=True):
+        """The QoS state; ``pause`` False leaves link-level pause unread (None: no ``ethtool -a``), ``dcb`` False
+        trust, PFC and the DSCP map (None: no QoS tool run; the rest is read from sysfs and configfs)."""
+        state = dict(self.read_dcb()) if dcb else {"trust": None, "pfc": None, "dscp2prio": None}
         state["global_pause"] = self.read_pause() if pause else None
         state.update(self.read_ecn())
         raw_tc = read_attr(self.tc_file())

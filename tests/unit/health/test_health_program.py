@@ -193,3 +193,25 @@ def test_a_host_without_rdma_devices_is_healthy_with_nothing_to_check(tmp_path, 
     simhost.build_tree(simhost.load("no_rdma"), root)
     result = deploy(params(tmp_path, root), SubprocessRunner(), False)
     assert result["health"] == {"ok": True, "reason": "healthy: 0 ports checked", "findings": []}
+
+
+def test_qos_drift_is_found_by_the_full_check_and_left_to_it_by_a_sysfs_only_run(tmp_path, monkeypatch):
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.qos.roce_qos import Port
+
+    root = tmp_path / "sys"
+    monkeypatch.setenv("SIMHOST_SYSFS_ROOT", str(root))
+    monkeypatch.setenv("SIMHOST_PERSIST_DIR", str(tmp_path / "persist"))
+    monkeypatch.setenv("PATH", "%s:%s" % (KIT / "bin", os.environ["PATH"]))
+    simhost.build_tree(simhost.load("cx7_roce_400g_2x_ofed"), root)
+    state = Port(SubprocessRunner(), str(root), "enp12s0np0").read(create_cm=False)
+    declared = {"backend": "mlnx_qos", "trust": state["trust"], "pfc": state["pfc"],
+                "dscp2prio": dict((str(d), p) for d, p in enumerate(state["dscp2prio"])),
+                "traffic_class": state["traffic_class"], "roce_mode": state["roce_mode"]}
+    deploy(params(tmp_path, root, group="roce", fabrics=["roce"], roce_qos={"enp12s0np0": declared},
+                  state_dir=str(tmp_path / "state")), SubprocessRunner(), False)
+    assert program(tmp_path).returncode == 0
+    subprocess.run([str(KIT / "bin" / "mlnx_qos"), "-i", "enp12s0np0", "--trust", "pcp" if state["trust"] == "dscp"
+                    else "dscp"], check=True, capture_output=True)
+    full = program(tmp_path)
+    assert full.returncode == 1 and full.stdout.startswith("mlx5_0:1 differs in trust on enp12s0np0"), full.stdout
+    assert program(tmp_path, "--sysfs-only").returncode == 0

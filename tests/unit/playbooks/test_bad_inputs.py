@@ -35,7 +35,7 @@ CATALOGUE = yaml.safe_load((REPO_ROOT / "tests" / "bad_inputs" / "catalogue.yml"
 FIELDS = {"id", "playbook", "group", "profile", "extra_vars", "message", "netns", "hosts", "alone"}
 # the playbooks whose entries may share a run (see the module's docstring)
 SHARED_RUN_PLAYBOOKS = {"site.yml"}
-SKIP_TAGS = "ofed_fetch,ofed_kernel,ofed_remove,ofed_install,ofed_verify,ofed_activate,rdma_host,roce,firmware_tool"
+SKIP_TAGS = "ofed_fetch,ofed_kernel,ofed_remove,ofed_install,ofed_verify,ofed_activate,rdma_host,roce,firmware_tool,health_install,health_timer"
 # A fresh network namespace (with its own mount namespace, so that /sys shows its interfaces): lo up, and a veth
 # pair that stays down.
 UNSHARE = ["unshare", "--net", "--mount"]

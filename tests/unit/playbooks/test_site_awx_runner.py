@@ -34,9 +34,11 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 GALAXY = yaml.safe_load((REPO_ROOT / "galaxy.yml").read_text(encoding="utf-8"))
 COLLECTION = "%s.%s" % (GALAXY["namespace"], GALAXY["name"])
-# What needs a real (or simulated) host rather than the controller: package installs, and the roce role's QoS
-# tools and network configuration (Molecule covers those on simulated hosts). Preflights and nccl run for real.
-SKIP_TAGS = "firmware,ofed_fetch,ofed_kernel,ofed_remove,ofed_install,ofed_verify,ofed_activate,rdma_host,roce_probe,roce_address,roce_configure,roce_persist"
+# What needs a real (or simulated) host rather than the controller: package installs, the roce role's QoS tools and
+# network configuration, the health check's program and systemd units (Molecule covers those on simulated hosts).
+# Preflights and nccl run for real; the health playbook's own case installs into the job's directory.
+SKIP_TAGS = ("firmware,ofed_fetch,ofed_kernel,ofed_remove,ofed_install,ofed_verify,ofed_activate,rdma_host,roce_probe,"
+             "roce_address,roce_configure,roce_persist,health_install,health_timer")
 HOST = "awx-node"
 
 
@@ -71,11 +73,13 @@ IDEMPOTENCE_CASE = "playbooks/site.yml-from-infra"
 ROLLING_CASES = [("playbooks/rolling_reboot.yml", "repo", "playbooks/rolling_reboot.yml")]
 # Playbooks that only read the hosts and write a report on the controller.
 VERIFY_CASES = [("verify.yml", "repo", "verify.yml"), ("playbooks/verify.yml", "repo", "playbooks/verify.yml")]
+# The health playbook: the expected state and the program, written under the job's directory.
+HEALTH_CASES = [("health.yml", "repo", "health.yml"), ("playbooks/health.yml", "repo", "playbooks/health.yml")]
 
 
 def test_every_shipped_playbook_has_a_runner_case():
     """A new playbook under playbooks/ (or at the root) needs its AWX case in RUNNER_CASES or ROLLING_CASES."""
-    assert sorted(shipped_playbooks()) == sorted({case[0] for case in RUNNER_CASES + ROLLING_CASES + VERIFY_CASES})
+    assert sorted(shipped_playbooks()) == sorted({case[0] for case in RUNNER_CASES + ROLLING_CASES + VERIFY_CASES + HEALTH_CASES})
     assert IDEMPOTENCE_CASE in CASE_IDS
 
 
@@ -135,7 +139,7 @@ def _private_data_dir(tmp_path, kind, tarball):
     return pdd, collection_root
 
 
-def _write_job(pdd, group, extravars):
+def _write_job(pdd, group, extravars, skip_tags=SKIP_TAGS):
     """inventory/hosts and env/* as AWX writes them for a job template launch."""
     inventory = {
         "all": {"children": ["ungrouped", group]},
@@ -159,11 +163,11 @@ def _write_job(pdd, group, extravars):
         "AWX_PRIVATE_DATA_DIR": str(pdd),
     }))
     (pdd / "env" / "settings").write_text(yaml.safe_dump({"job_timeout": 600, "suppress_ansible_output": True}))
-    (pdd / "env" / "cmdline").write_text("--skip-tags %s" % SKIP_TAGS)
+    (pdd / "env" / "cmdline").write_text("--skip-tags %s" % skip_tags)
 
 
-def _run(pdd, playbook, group, extravars):
-    _write_job(pdd, group, extravars)
+def _run(pdd, playbook, group, extravars, skip_tags=SKIP_TAGS):
+    _write_job(pdd, group, extravars, skip_tags)
     run = ansible_runner.run(private_data_dir=str(pdd), playbook=playbook, quiet=True)
     command = run.config.command
     assert "-e" in command and "@%s" % (pdd / "env" / "extravars") in command, command  # from the file, not the call
@@ -270,3 +274,19 @@ def test_awx_verify_job_writes_the_report_and_changes_no_host(job, roce_tree, tm
     changed = [e["event_data"]["task"] for e in run.events if e.get("event") == "runner_on_ok"
                and e["event_data"]["res"].get("changed")]
     assert sorted(changed) == ["Create the report directory", "Write fabric-report.html", "Write fabric-report.json"]
+
+
+@pytest.mark.parametrize("job", HEALTH_CASES, ids=["%s-from-%s" % (c[0], c[1]) for c in HEALTH_CASES], indirect=True)
+def test_awx_health_job_writes_the_expected_state_and_program_once(job, roce_tree, tmp_path):
+    """A job template for the health playbook: the expected state and the program, then a no-op second run."""
+    pdd, playbook, _ = job
+    extravars = {"rdma_sysfs_root": str(roce_tree), "ansible_become": False, "health_metrics": "false",
+                 "health_expected_path": str(tmp_path / "health.json"), "health_install_prefix": str(tmp_path / "usr")}
+    first = _run(pdd, playbook, "roce", extravars, "roce_probe")
+    assert first.status == "successful", first.stdout.read()
+    assert _stats(first)["changed"] == 1
+    expected = json.loads((tmp_path / "health.json").read_text())
+    assert expected["host"] == HOST and [p["device"] for p in expected["ports"]] == ["mlx5_0", "mlx5_1"]
+    assert (tmp_path / "usr/sbin/hpcnet-rdma-health").exists()
+    second = _run(pdd, playbook, "roce", extravars, "roce_probe")
+    assert second.status == "successful" and _stats(second)["changed"] == 0

@@ -48,7 +48,7 @@ def test_create_makes_the_networks_then_each_container_as_its_platform_says(monk
     create = next(call for call in fake.calls if call[:3] == ["create", "--name", "mol-fw-roce"])
     assert create[-2:] == ["hpcnet-rdma-base:bookworm", "/lib/systemd/systemd"]
     for flag in ("--cap-add=SYS_ADMIN", "--cap-add=NET_ADMIN", "--tmpfs=/run", "--tmpfs=/run/lock", "--tmpfs=/tmp",
-                 "--volume=/sys/fs/cgroup:/sys/fs/cgroup:ro"):
+                 "--volume=/sys/fs/cgroup:/sys/fs/cgroup:ro", "--ulimit=memlock=8388608:-1"):
         assert flag in create
     assert create[create.index("--stop-signal") + 1] == "SIGRTMIN+3"
     assert create[create.index("--restart") + 1] == "unless-stopped"

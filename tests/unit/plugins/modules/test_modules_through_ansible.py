@@ -52,6 +52,10 @@ CASES = {
                            {"memlock": "a lot", "limits_file": "{tmp}/limits.conf"}, "state"),
     "perftest": ({"log_path": str(PERFTEST_LOG)}, {"log_path": "{tmp}/no-such-log.txt"}, "rows"),
     "nccl_transport": ({"log_path": str(NCCL_LOG)}, {"log_path": "{tmp}/no-such-log.txt"}, "summary"),
+    "rdma_health": ({"host": "node1", "group": "roce", "sysfs_root": "{root}", "metrics": "false",
+                     "expected_path": "{tmp}/health.json", "prefix": "{tmp}/usr", "management_netdevs": []},
+                    {"host": "node1", "group": "roce", "sysfs_root": "{root}", "expected_path": "{tmp}/health.json",
+                     "thresholds": {"health_interval": 0}}, "expected"),
     "rdma_verify": ({"hosts": {"node1": {"group": "roce", "rdma": "{rdma}"}}, "spec": {}},
                     {"hosts": {"node1": {"group": "no-such-group", "rdma": {}}}}, "findings"),
 }
