@@ -73,10 +73,9 @@ options:
     choices: ["true", "false", auto]
     default: auto
   ipoib:
-    description: The IPoIB netdevs expected up.
+    description: The IPoIB netdevs expected up; those up now on the checked InfiniBand ports (and their P_Key children) when omitted.
     type: list
     elements: str
-    default: []
   sm:
     description: Whether an InfiniBand host expects a master SM on each ACTIVE compute port (sminfo).
     type: bool
@@ -185,7 +184,7 @@ ARGUMENT_SPEC = dict(
     storage_mtu=dict(type="int"),
     memlock=dict(type="raw", default="unlimited"),
     gdr=dict(type="str", choices=["true", "false", "auto"], default="auto"),
-    ipoib=dict(type="list", elements="str", default=[]),
+    ipoib=dict(type="list", elements="str"),
     sm=dict(type="bool", default=False),
     roce_qos=dict(type="dict", default={}),
     lossless_priorities=dict(type="list", elements="int", default=[]),

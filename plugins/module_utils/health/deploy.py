@@ -97,7 +97,7 @@ def deploy(params, runner, check_mode):
     files.update(install.program_files(params["prefix"], params["expected_path"]))
     if params.get("timer") and doc["textfile_dir"]:
         files.update(install.units(params["unit_dir"], params["prefix"], params["expected_path"], doc["interval"]))
-    changes, diff = install.plan(files)
+    changes, diff = install.plan(files, shown=(params["expected_path"],))
     if changes and not check_mode:
         install.write(changes)
     try:

@@ -29,6 +29,8 @@ KEYS = ("version", "host", "group", "fabrics", "sysfs_root", "ports", "port_role
         "expect", "sm", "roce_qos", "lossless_priorities", "nccl_conf", "thresholds", "interval", "slurm",
         "textfile_dir", "state_dir")
 CHECKED_ROLES = ("compute", "storage")
+# what a port has now but is no expectation (the spec's rate and width are the role's)
+PORT_NOW = ("state", "rate_gbps", "width")
 
 
 class ExpectedStateError(ValueError):
@@ -45,7 +47,8 @@ def _most_common(values):
 
 
 def _ports(rdma):
-    """Every port with its role, rail and what the checks compare, compute first in rail order."""
+    """Every port with its role, rail and what the checks compare, compute first in rail order (with its state, rate
+    and width now, which the spec is computed from and the file does not keep: a port down when the role ran)."""
     planned = port_roles.planned(rdma)
     out = []
     for role in port_roles.ROLES:
@@ -73,14 +76,22 @@ def _pinned_roles(ports):
     return entries
 
 
+def _ipoib(rdma, ports):
+    """The IPoIB netdevs up now on the checked InfiniBand ports (each port's netdev and its P_Key children)."""
+    ib = set((p["device"], p["port"]) for p in ports if p["link_layer"] == "InfiniBand" and p["role"] in CHECKED_ROLES)
+    return sorted((name for name, nd in (rdma.get("netdevs") or {}).items()
+                   if (nd.get("rdma_device"), nd.get("rdma_port")) in ib and nd.get("operstate") == "up"),
+                  key=lambda name: (len(name), name))
+
+
 def _active(ports, role, key):
     return _most_common([p[key] for p in ports if p["role"] == role and p["state"] == "ACTIVE"])
 
 
 def build(declared, rdma):
     """The expected-state document. ``declared``: {host, group, fabrics, management_netdevs, expected_rate_gbps,
-    expected_storage_rate_gbps, mtu, storage_mtu, memlock, gdr, ipoib, sm, roce_qos, lossless_priorities, nccl_conf,
-    thresholds (the role's health_* inputs), slurm, textfile_dir, state_dir}."""
+    expected_storage_rate_gbps, mtu, storage_mtu, memlock, gdr, ipoib (None: the IPoIB netdevs up now), sm, roce_qos,
+    lossless_priorities, nccl_conf, thresholds (the role's health_* inputs), slurm, textfile_dir, state_dir}."""
     group = declared["group"]
     if group not in GROUP_LINK_LAYER:
         raise ExpectedStateError("the host must be in the infiniband or the roce group; got %r" % (group,))
@@ -94,7 +105,7 @@ def build(declared, rdma):
     expect = {
         "devices": ["%s:%d" % (p["device"], p["port"]) for p in compute],
         "gdr": bool(declared.get("gdr")),
-        "ipoib": list(declared.get("ipoib") or []),
+        "ipoib": _ipoib(rdma, ports) if declared.get("ipoib") is None else list(declared["ipoib"]),
         "mtu": declared.get("mtu") or _active(ports, "compute", "mtu"),
         "storage_mtu": declared.get("storage_mtu") or _active(ports, "storage", "mtu"),
         "memlock": declared.get("memlock") or "unlimited",
@@ -105,7 +116,7 @@ def build(declared, rdma):
         "group": group,
         "fabrics": list(declared.get("fabrics") or [group]),
         "sysfs_root": declared.get("sysfs_root") or "/sys",
-        "ports": [p for p in ports if p["role"] in CHECKED_ROLES],
+        "ports": [dict((k, v) for k, v in p.items() if k not in PORT_NOW) for p in ports if p["role"] in CHECKED_ROLES],
         "port_roles": _pinned_roles(ports),
         "management_netdevs": list(declared.get("management_netdevs") or []),
         "spec": spec,

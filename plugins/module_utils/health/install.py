@@ -146,18 +146,22 @@ def _mode(path):
         return None
 
 
-def plan(files):
-    """[(path, text, mode)] of the files whose content or mode differs from what is on disk, and the diff."""
+def plan(files, shown=()):
+    """[(path, text, mode)] of the files whose content or mode differs from what is on disk, and the diff: the whole
+    text of the files in ``shown`` (the expected state), one line per other file."""
     out, before, after = [], [], []
     for path in sorted(files):
         text, mode = files[path]
         now = _current(path)
         if now != text or _mode(path) != mode:
             out.append((path, text, mode))
-            before.append("%s: %s" % (path, "absent" if now is None else "present"))
-            after.append("%s: %d bytes, mode %04o" % (path, len(text), mode))
-    return out, {"before": "\n".join(before) + ("\n" if before else ""),
-                 "after": "\n".join(after) + ("\n" if after else "")}
+            if path in shown:
+                before.append("# %s\n%s" % (path, now or ""))
+                after.append("# %s (mode %04o)\n%s" % (path, mode, text))
+            else:
+                before.append("%s: %s\n" % (path, "absent" if now is None else "present"))
+                after.append("%s: %d bytes, mode %04o\n" % (path, len(text), mode))
+    return out, {"before": "".join(before), "after": "".join(after)}
 
 
 def write(changes):

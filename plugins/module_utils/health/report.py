@@ -36,7 +36,8 @@ def short(doc, finding):
     if finding["check"] == "port_state" and found != "absent":
         port = _expected_port(doc, finding) or {}
         found = found.split("/", 1)[0]
-        rate = port.get("rate_gbps") or (doc.get("spec") or {}).get("expected_rate_gbps")
+        spec = doc.get("spec") or {}
+        rate = spec.get("expected_storage_rate_gbps") if port.get("role") == "storage" else spec.get("expected_rate_gbps")
         expected = "ACTIVE" + (" %g Gb/s" % rate if rate else "")
     return "%s %s (expected %s)" % (_port_text(finding), found, expected)
 
