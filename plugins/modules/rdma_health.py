@@ -64,7 +64,9 @@ options:
     description: The storage netdevs' MTU; the most common MTU now when omitted.
     type: int
   memlock:
-    description: The locked-memory limit the check expects (C(unlimited) or bytes).
+    description:
+      - The locked-memory limit the check expects of its own process (C(unlimited) or bytes), or C(unchecked) to leave
+        the memlock check out.
     type: raw
     default: unlimited
   gdr:

@@ -62,7 +62,8 @@ def _ports(rdma):
                         "rail": port.get("rail"), "link_layer": port.get("link_layer"), "state": port.get("state"),
                         "rate_gbps": port.get("rate_gbps"), "width": port.get("width"), "netdev": nd,
                         "mtu": (netdevs.get(nd) or {}).get("mtu") if nd else None,
-                        "gid_index": port.get("roce_v2_ipv4_gid_index")})
+                        "gid_index": port.get("roce_v2_ipv4_gid_index"),
+                        "pkeys": list(port.get("pkeys") or []) if port.get("link_layer") == "InfiniBand" else []})
     return out
 
 
@@ -102,7 +103,9 @@ def build(declared, rdma):
         "expected_storage_rate_gbps": declared.get("expected_storage_rate_gbps") or _active(ports, "storage", "rate_gbps"),
         "min_width": _active(ports, "compute", "width"),
     }
+    ib = [p for p in ports if p["role"] in CHECKED_ROLES and p["link_layer"] == "InfiniBand" and p["pkeys"]]
     expect = {
+        "pkeys": dict(("%s:%d" % (p["device"], p["port"]), p["pkeys"]) for p in ib),
         "devices": ["%s:%d" % (p["device"], p["port"]) for p in compute],
         "gdr": bool(declared.get("gdr")),
         "ipoib": _ipoib(rdma, ports) if declared.get("ipoib") is None else list(declared["ipoib"]),
@@ -110,6 +113,8 @@ def build(declared, rdma):
         "storage_mtu": declared.get("storage_mtu") or _active(ports, "storage", "mtu"),
         "memlock": declared.get("memlock") or "unlimited",
     }
+    if expect["memlock"] == "unchecked":
+        expect["memlock"] = None  # verify's memlock check skips a host whose limit it is not given
     doc = {
         "version": VERSION,
         "host": declared["host"],

@@ -29,7 +29,7 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_plan imp
 
 # the checks of a port (one metric series each), and of the host
 PORT_CHECKS = ("port_state", "link_layer", "rate", "width", "mtu", "firmware", "gid_index", "roce_qos",
-               "subnet_manager", "counter_link_errors", "counter_link_flap", "counter_pfc", "counter_pfc_storm",
+               "subnet_manager", "pkeys", "counter_link_errors", "counter_link_flap", "counter_pfc", "counter_pfc_storm",
                "counter_pause", "counter_discards", "counter_ecn")
 HOST_CHECKS = ("ipoib", "memlock", "kernel_modules", "gdr", "nccl_conf")
 ETHERNET_ONLY = ("roce_qos", "gid_index", "counter_pfc", "counter_pfc_storm", "counter_pause", "counter_discards",
@@ -157,6 +157,7 @@ def run(doc, runner, now, previous=None, nccl_text=None, own_limits=True, tools=
         port_roles.annotate(rdma, entries, doc["fabrics"], doc["management_netdevs"])
     except port_roles.PortRoleError as exc:
         raise HealthError("the expected state's port roles do not fit this host: %s" % exc)
+    own_limits = own_limits and doc["expect"]["memlock"] is not None
     rdma["memlock"] = memlock_limits() if own_limits else {"soft": None, "hard": None}
     host = doc["host"]
     entry = {"group": doc["group"], "rdma": rdma, "expect": doc["expect"],
@@ -201,6 +202,8 @@ def check_table(doc, findings):
             if check in ETHERNET_ONLY and port["link_layer"] != "Ethernet":
                 continue
             if check == "subnet_manager" and (not doc["sm"] or port["link_layer"] != "InfiniBand"):
+                continue
+            if check == "pkeys" and not port.get("pkeys"):
                 continue
             if check == "roce_qos" and port["netdev"] not in doc["roce_qos"]:
                 continue

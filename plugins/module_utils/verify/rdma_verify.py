@@ -20,7 +20,7 @@ __metaclass__ = type
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_fabric import (
     FABRIC, SKIP, Fabric, Outcome, finding, is_number, references_table, validate_hosts, validate_spec)
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_ports import (
-    check_firmware, check_gid_index, check_link_layer, check_mtu, check_port_state, check_rate,
+    check_firmware, check_gid_index, check_link_layer, check_mtu, check_pkeys, check_port_state, check_rate,
     check_subnet_manager, check_width, fabric_subnet_manager)
 
 # Every host needs these loaded for RDMA (user-space verbs and RDMA-CM included).
@@ -204,6 +204,7 @@ CHECKS = (
     Check("gid_index", check_gid_index),
     Check("roce_qos", check_roce_qos),
     Check("subnet_manager", check_subnet_manager, fabric_subnet_manager),
+    Check("pkeys", check_pkeys),
     Check("ipoib", check_ipoib),
     Check("memlock", check_memlock),
     Check("kernel_modules", check_kernel_modules),

@@ -42,7 +42,7 @@ STATUSES = ("pass", "fail", "skip")
 FABRIC = "fabric"          # the ``host`` of a finding about the whole fabric (a rail with no SM)
 
 HOST_KEYS = ("group", "rdma", "roce_qos", "expect", "sminfo")
-EXPECT_KEYS = ("devices", "gdr", "ipoib", "mtu", "memlock", "storage_mtu")
+EXPECT_KEYS = ("devices", "gdr", "ipoib", "mtu", "memlock", "storage_mtu", "pkeys")
 SPEC_KEYS = ("expected_rate_gbps", "min_width", "expected_fw_ver", "expected_storage_rate_gbps")
 CHECKED_ROLES = ("compute", "storage")
 FINDING_KEYS = ("host", "severity", "check", "device", "port", "expected", "found", "cause", "fix")
@@ -183,6 +183,17 @@ def _sminfo(value, where):
     return dict((key, parse_sminfo(text)) for key, text in value.items())
 
 
+def _pkeys(value, field):
+    """``{"<hca>:<port>": ["0x8001", ...]}`` (the P_Keys each InfiniBand port must hold) or {}."""
+    if value in (None, "", {}):
+        return {}
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, (list, tuple)) and all(isinstance(p, str) for p in v)
+            for k, v in value.items()):
+        raise VerifyInputError("%s must map <hca>:<port> to a list of P_Keys (0x8001); got %r" % (field, value))
+    return dict((k, ["0x%04x" % int(p, 16) for p in v]) for k, v in value.items())
+
+
 def validate_hosts(hosts):
     """``hosts`` -> {host: normalised entry}. Raises VerifyInputError naming ``hosts.<host>.<key>``."""
     if not isinstance(hosts, dict) or not hosts:
@@ -224,6 +235,7 @@ def validate_hosts(hosts):
             "mtu": _opt_number(expect.get("mtu"), where + ".expect.mtu", integer=True),
             "storage_mtu": _opt_number(expect.get("storage_mtu"), where + ".expect.storage_mtu", integer=True),
             "memlock": _memlock(expect.get("memlock"), where + ".expect.memlock"),
+            "pkeys": _pkeys(expect.get("pkeys"), where + ".expect.pkeys"),
         }
     return out
 

@@ -398,3 +398,26 @@ def fabric_subnet_manager(fabric):
             "run opensm on one host of each rail (hpcnet.rdma.infiniband: infiniband_sm, infiniband_sm_devices) or "
             "enable the switch's SM; `sminfo -C %s -P 1` then shows the master" % names[0]))
     return out
+
+
+def check_pkeys(fabric, host):
+    """InfiniBand ports hold the P_Keys expected of them (expect.pkeys, the partitions the SM gave them when the host
+    was provisioned): a P_Key gone from a port's table takes the port out of that partition (NCCL_IB_PKEY, IPoIB
+    children)."""
+    h = fabric.hosts[host]
+    if not h["pkeys"]:
+        return SKIP
+    out = []
+    for ref in fabric.all_ports[host]:
+        wanted = h["pkeys"].get("%s:%s" % (ref.device, ref.port))
+        if not wanted or not ref.present or ref.get("link_layer") != "InfiniBand":
+            continue
+        missing = [p for p in wanted if p not in (ref.get("pkeys") or [])]
+        if missing:
+            out.append(finding(host, "error", "pkeys", ref.device, ref.port, "P_Keys %s" % ", ".join(wanted),
+                               "%s missing" % ", ".join(missing),
+                               "the SM no longer gives this port the partition(s) %s: the master SM runs another "
+                               "partitions.conf, or the port's GUID left the partition" % ", ".join(missing),
+                               "`smpquery pkeys -C %s -P %s` and the master SM's partitions.conf (hpcnet.rdma.infiniband "
+                               "infiniband_partitions); `saquery -p` on the SM" % (ref.device, ref.port)))
+    return Outcome(out)

@@ -215,3 +215,15 @@ def test_qos_drift_is_found_by_the_full_check_and_left_to_it_by_a_sysfs_only_run
     full = program(tmp_path)
     assert full.returncode == 1 and full.stdout.startswith("mlx5_0:1 differs in trust on enp12s0np0"), full.stdout
     assert program(tmp_path, "--sysfs-only").returncode == 0
+
+
+def test_a_p_key_gone_from_a_port_is_an_error(ib_host):
+    tmp, root = ib_host
+    table = root / "class/infiniband/mlx5_4/ports/1/pkeys"
+    (table / "1").write_text("0x8001\n")
+    result = installed(tmp, root)
+    assert result["expected"]["expect"]["pkeys"]["mlx5_4:1"] == ["0xffff", "0x8001"]
+    assert program(tmp).returncode == 0
+    (table / "1").write_text("0x0000\n")
+    gone = program(tmp)
+    assert gone.returncode == 1 and gone.stdout.splitlines()[0] == "mlx5_4:1 0x8001 missing (expected P_Keys 0xffff, 0x8001)"

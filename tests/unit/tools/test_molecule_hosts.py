@@ -48,7 +48,7 @@ def test_create_makes_the_networks_then_each_container_as_its_platform_says(monk
     create = next(call for call in fake.calls if call[:3] == ["create", "--name", "mol-fw-roce"])
     assert create[-2:] == ["hpcnet-rdma-base:bookworm", "/lib/systemd/systemd"]
     for flag in ("--cap-add=SYS_ADMIN", "--cap-add=NET_ADMIN", "--tmpfs=/run", "--tmpfs=/run/lock", "--tmpfs=/tmp",
-                 "--volume=/sys/fs/cgroup:/sys/fs/cgroup:ro", "--ulimit=memlock=8388608:-1"):
+                 "--volume=/sys/fs/cgroup:/sys/fs/cgroup:ro"):
         assert flag in create
     assert create[create.index("--stop-signal") + 1] == "SIGRTMIN+3"
     assert create[create.index("--restart") + 1] == "unless-stopped"
@@ -101,3 +101,12 @@ def test_destroy_of_nothing_changes_nothing(monkeypatch):
     monkeypatch.setattr(molecule_hosts, "docker", fake)
     assert molecule_hosts.destroy(platforms("default")) is False
     assert not [call for call in fake.calls if call[0] == "rm"]
+
+
+def test_ulimits_become_docker_ulimit_flags(monkeypatch):
+    fake = FakeDocker()
+    monkeypatch.setattr(molecule_hosts, "docker", fake)
+    platform = dict(platforms("firmware")[0], ulimits=["nofile:1024:4096"])
+    molecule_hosts.create([platform])
+    create = next(call for call in fake.calls if call[:2] == ["create", "--name"])
+    assert "--ulimit=nofile=1024:4096" in create
