@@ -17,7 +17,7 @@ __metaclass__ = type
 import os
 import time
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.health import expected, install, report, thresholds
+from ansible_collections.hpcnet.rdma.plugins.module_utils.health import exposition, expected, install, report, thresholds
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health.health_check import HealthError, run
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.management_link import (
     ManagementLinkError, default_route_netdevs)
@@ -38,11 +38,40 @@ def host_errors(params, runner):
                       "that directory (Debian's prometheus-node-exporter creates /var/lib/prometheus/node-exporter): "
                       "install node_exporter first, set health_textfile_dir to its --collector.textfile.directory, "
                       "or set health_metrics: false." % directory)
+    errors.extend(_declared_errors(params))
     if params.get("slurm") and not runner.which("slurmd"):
         errors.append("health_slurm is true but slurmd is not installed on this host: Slurm runs the health check "
                       "through slurmd (HealthCheckProgram). Install Slurm's slurmd first, or set health_slurm: false "
                       "for the hosts that are no Slurm nodes.")
     return errors
+
+
+def _declared_errors(params):
+    """The module's own values that no check could use (the role passes none of them but memlock)."""
+    errors = []
+    for name, low, high in (("expected_rate_gbps", 0, 10000), ("expected_storage_rate_gbps", 0, 10000),
+                            ("mtu", 68, 65520), ("storage_mtu", 68, 65520)):
+        value = params.get(name)
+        if value is not None and not low < value <= high:
+            errors.append("%s must be more than %s and at most %s (or left out: the ports' value now); got %s."
+                          % (name, low, high, value))
+    memlock = params.get("memlock")
+    if not (memlock in ("unlimited", "unchecked") or (isinstance(memlock, int) and not isinstance(memlock, bool)
+                                                      and memlock > 0)
+            or (isinstance(memlock, str) and memlock.isdigit() and int(memlock) > 0)):
+        errors.append("memlock must be unlimited, unchecked or a number of bytes; got %r." % (memlock,))
+    if any(not 0 <= p <= 7 for p in params.get("lossless_priorities") or []):
+        errors.append("lossless_priorities must be priorities 0-7; got %s." % params["lossless_priorities"])
+    return errors
+
+
+def _slurm_conf(params, prefix):
+    """The slurm.conf lines for the check (a file to Include, or to copy into slurm.conf)."""
+    values = params.get("thresholds") or {}
+    return ("# slurm.conf lines for the hpcnet.rdma health check: Include this file, or copy the lines.\n"
+            "HealthCheckProgram=%s\nHealthCheckInterval=%s\nHealthCheckNodeState=%s\n" % (
+                os.path.join(prefix, install.SLURM_PROGRAM), thresholds.interval(values, "slurm_interval"),
+                str(values.get("health_slurm_node_state") or "ANY").upper()))
 
 
 def textfile_dir(params):
@@ -80,7 +109,8 @@ def deploy(params, runner, check_mode):
     if errors:
         raise DeployError(" ".join(errors))
     if params.get("validate_only"):
-        return {"changed": False, "diff": {"before": "", "after": ""}, "expected": None, "files": [], "health": None}
+        return {"changed": False, "diff": {"before": "", "after": ""}, "expected": None, "files": [], "removed": [],
+                "health": None}
     rdma = _facts(params)
     nccl_path = params.get("nccl_conf_path")
     declared = dict(params)
@@ -95,16 +125,42 @@ def deploy(params, runner, check_mode):
     doc = expected.build(declared, rdma)
     files = {params["expected_path"]: (expected.dumps(doc), 0o644)}
     files.update(install.program_files(params["prefix"], params["expected_path"]))
-    if params.get("timer") and doc["textfile_dir"]:
-        files.update(install.units(params["unit_dir"], params["prefix"], params["expected_path"], doc["interval"]))
-    changes, diff = install.plan(files, shown=(params["expected_path"],))
-    if changes and not check_mode:
-        install.write(changes)
+    slurm_conf = os.path.join(os.path.dirname(params["expected_path"]), install.SLURM_CONF)
+    if params.get("slurm"):
+        files[slurm_conf] = (_slurm_conf(params, params["prefix"]), 0o644)
+    timer = bool(params.get("timer") and doc["textfile_dir"])
+    units = install.units(params["unit_dir"], params["prefix"], params["expected_path"], doc["interval"])
+    if timer:
+        files.update(units)
+    # what an earlier run left that this one does not want: the metrics (off, or another directory), the units
+    old = _old_doc(params["expected_path"])
+    stale = [path for path in ([] if timer else sorted(units)) + ([] if params.get("slurm") else [slurm_conf])
+             if os.path.exists(path)]
+    if old and old.get("textfile_dir") and old["textfile_dir"] != doc["textfile_dir"]:
+        stale += [p for p in [os.path.join(old["textfile_dir"], exposition.TEXTFILE)] if os.path.exists(p)]
+    changes, diff = install.plan(files, shown=(params["expected_path"],), removed=stale)
+    if (changes or stale) and not check_mode:
+        try:
+            install.prepare(changes)
+        except OSError as exc:
+            raise DeployError("cannot write %s (%s): check health_expected_path and health_install_prefix"
+                              % (exc.filename, exc.strerror))
+        if any(path.endswith(install.TIMER) for path in stale):
+            runner.run([runner.which("systemctl") or "systemctl", "disable", "--now", install.TIMER], changes=True)
+        install.write(changes, stale)
     try:
         # memlock is the program's own (a service's, as jobs get it), not this Ansible session's: not checked here
         result = run(doc, runner, time.time(), None, _read(nccl_path) if nccl_path else None, own_limits=False)
         health = {"ok": result["ok"], "reason": report.reason(doc, result), "findings": result["findings"]}
     except HealthError as exc:
         health = {"ok": False, "reason": "cannot check: %s" % exc, "findings": []}
-    return {"changed": bool(changes), "diff": diff, "expected": doc, "files": [c[0] for c in changes],
-            "health": health}
+    return {"changed": bool(changes or stale), "diff": diff, "expected": doc, "files": [c[0] for c in changes],
+            "removed": stale, "health": health}
+
+
+def _old_doc(path):
+    text = _read(path)
+    try:
+        return expected.load(text, path) if text else None
+    except expected.ExpectedStateError:
+        return None

@@ -19,7 +19,9 @@ import os
 import re
 import tempfile
 
-# name -> (type, help, source: {counter: labels} is computed below)
+# the file node_exporter's textfile collector reads, in its directory
+TEXTFILE = "hpcnet_rdma.prom"
+# name -> (type, help)
 METRICS = (
     ("hpcnet_rdma_health_ok", "gauge", "1 when the last health check found no error on this host"),
     ("hpcnet_rdma_health_last_run_timestamp_seconds", "gauge", "When the last health check ran (Unix time)"),
@@ -80,9 +82,9 @@ def _number(value):
     return str(int(value))
 
 
-def _counter_samples(doc, counters):
+def _counter_samples(ports, counters):
     out = []
-    for port in doc["ports"]:
+    for port in ports:
         mine = counters.get("%s/%s" % (port["device"], port["port"])) or {}
         labels = _port_labels(port)
         for name in sorted(mine):
@@ -108,12 +110,12 @@ def render(doc, result, now):
             ((("severity", severity),), sum(1 for f in result["findings"] if f["severity"] == severity)))
     for row in result["checks"]:
         samples["hpcnet_rdma_health_check_ok"].append(((("check", row["check"]),) + _port_labels(row), 1 if row["ok"] else 0))
-    for port in doc["ports"]:
+    for port in result["ports"]:
         samples["hpcnet_rdma_port_info"].append((_port_labels(port) + (("link_layer", port["link_layer"]),), 1))
         if port["link_layer"] == "Ethernet" and port["netdev"] in (doc.get("roce_qos") or {}):
             for prio in doc["lossless_priorities"]:
                 samples["hpcnet_rdma_pfc_lossless"].append(((("priority", prio),) + _port_labels(port), 1))
-    for metric, labels, value in _counter_samples(doc, result["snapshot"]["counters"]):
+    for metric, labels, value in _counter_samples(result["ports"], result["snapshot"]["counters"]):
         samples[metric].append((labels, value))
     out = []
     for name, kind, text in METRICS:
@@ -124,6 +126,14 @@ def render(doc, result, now):
         for labels, value in samples[name]:
             out.append("%s%s %s" % (name, _labels(labels), _number(value)))
     return "\n".join(out) + "\n"
+
+
+def render_failure(now):
+    """The textfile of a run that could not check the host: not ok, one error, and when."""
+    return ("# HELP hpcnet_rdma_health_ok %s\n# TYPE hpcnet_rdma_health_ok gauge\nhpcnet_rdma_health_ok 0\n"
+            "# HELP hpcnet_rdma_health_last_run_timestamp_seconds %s\n"
+            "# TYPE hpcnet_rdma_health_last_run_timestamp_seconds gauge\n"
+            "hpcnet_rdma_health_last_run_timestamp_seconds %r\n" % (METRICS[0][2], METRICS[1][2], float(now)))
 
 
 def write(path, text):

@@ -16,8 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
-
+from ansible_collections.hpcnet.rdma.plugins.module_utils.health import counter_window
 from ansible_collections.hpcnet.rdma.plugins.module_utils.qos.roce_qos import Port, QosError
 from ansible_collections.hpcnet.rdma.plugins.module_utils.stack.rdma_stack import memlock_limits
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
@@ -34,10 +33,6 @@ PORT_CHECKS = ("port_state", "link_layer", "rate", "width", "mtu", "firmware", "
 HOST_CHECKS = ("ipoib", "memlock", "kernel_modules", "gdr", "nccl_conf")
 ETHERNET_ONLY = ("roce_qos", "gid_index", "counter_pfc", "counter_pfc_storm", "counter_pause", "counter_discards",
                  "counter_ecn")
-LINK_ERRORS = ("symbol_error", "port_rcv_errors", "local_link_integrity_errors", "link_error_recovery",
-               "rx_crc_errors_phy", "rx_symbol_err_phy")
-FLAPS = ("link_downed", "link_down_events_phy")
-DISCARDS = ("rx_discards_phy", "out_of_buffer")
 
 
 class HealthError(Exception):
@@ -85,74 +80,67 @@ def _sminfo(runner, rdma):
     return out
 
 
-def _pin_roles(doc, rdma):
-    """The expected state's role entries for the ports present, and a finding for each storage port that is gone
-    (compute ports are verify's expected devices: its port_state check names them)."""
+def _absent(doc, port):
+    where = port["pci"] or "%s:%d" % (port["device"], port["port"])
+    what = "compute rail %s" % port["rail"] if port["role"] == "compute" else "storage port"
+    return finding(doc["host"], "error", "port_state", port["device"], port["port"], "%s at %s" % (what, where),
+                   "absent", "the port's PCI function is gone: the card left the bus (PCIe link down, a dead card), "
+                   "or its driver (mlx5_core) is not loaded",
+                   "`lspci -s %s`, `dmesg | grep -i mlx5`; reseat or replace the card" % (port["pci"] or ""))
+
+
+def current_ports(doc, rdma):
+    """The expected ports as this host names them now, found by PCI function (a device renamed since the role ran
+    is the same port; ``mlx5_N`` names shift when a card leaves the bus), with the role entries for the ports present
+    and a finding for each port that is gone."""
     views = port_roles.port_views(rdma)
-    entries, missing = [], []
+    by_pci = dict((v["pci"], v) for v in views if v["pci"])
+    by_id = dict((v["id"], v) for v in views)
+    ports, gone = [], []
+    for port in doc["ports"]:
+        view = by_pci.get(port["pci"]) if port["pci"] else by_id.get("%s:%d" % (port["device"], port["port"]))
+        if view is None:
+            gone.append(_absent(doc, port))
+            continue
+        device, number = view["id"].rsplit(":", 1)
+        ports.append(dict(port, device=device, port=int(number), netdev=view["netdev"] or port["netdev"]))
+    entries = []
     for entry in doc["port_roles"]:
         present = [sel for sel in entry["devices"] if any(port_roles.selector_matches(sel, v) for v in views)]
         if present:
             entries.append({"role": entry["role"], "devices": present})
-        if entry["role"] == "storage":
-            missing.extend(sel for sel in entry["devices"] if sel not in present)
-    out = []
-    for port in doc["ports"]:
-        if port["role"] == "storage" and (port["pci"] or "%s:%d" % (port["device"], port["port"])) in missing:
-            out.append(finding(doc["host"], "error", "port_state", port["device"], port["port"],
-                               "storage port %s present" % (port["pci"] or port["device"]), "absent",
-                               "the storage port's PCI function is gone: the card left the bus, or its driver "
-                               "(mlx5_core) is not loaded", "`lspci -d 15b3:` and `dmesg | grep -i mlx5`"))
-    return entries, out
+    return ports, entries, gone
 
 
-def _limits(thresholds, seconds):
-    """{counter: allowed delta over ``seconds``} from the thresholds, and ``pause_percent``."""
-    limits = {"pause_percent": thresholds["pfc_pause_percent_max"]}
-    for name in LINK_ERRORS:
-        limits[name] = int(math.floor(thresholds["link_errors_per_hour_max"] * seconds / 3600.0))
-    for name in FLAPS:
-        limits[name] = thresholds["link_flaps_max"]
-    for name in DISCARDS:
-        limits[name] = int(math.floor(thresholds["discards_per_minute_max"] * seconds / 60.0))
-    for prio in range(8):
-        for direction in ("rx", "tx"):
-            limits["%s_prio%d_pause" % (direction, prio)] = thresholds["pause_frames_not_lossless_max"]
-    for name in ("rx_global_pause", "tx_global_pause"):
-        limits[name] = thresholds["pause_frames_not_lossless_max"]
-    return limits
+def _expect_now(doc, ports):
+    """The expectations with the compute ports (and the P_Keys) under the names they have now."""
+    expect = dict(doc["expect"])
+    old_to_new = dict(("%s:%d" % (o["device"], o["port"]), "%s:%d" % (n["device"], n["port"]))
+                      for o, n in zip(_present(doc, ports), ports))
+    expect["devices"] = ["%s:%d" % (p["device"], p["port"]) for p in ports if p["role"] == "compute"]
+    expect["pkeys"] = dict((old_to_new[k], v) for k, v in (doc["expect"].get("pkeys") or {}).items() if k in old_to_new)
+    return expect
 
 
-def _counter_findings(doc, rdma, snap, previous, now):
-    """Findings of the counters since the previous snapshot, and notes."""
-    notes = list(snap["notes"])
-    if not previous or not isinstance(previous.get("counters"), dict) or not previous.get("time"):
-        notes.append({"port": None, "kind": "first_run",
-                      "message": "no previous snapshot: counter rates start with the next run"})
-        return [], notes
-    seconds = max(1, int(round(now - float(previous["time"]))))
-    d = rdma_counters.deltas(previous["counters"], snap["counters"], notes)
-    link_layers = dict((k, v["link_layer"]) for k, v in snap["ports"].items())
-    netdevs = dict((k, v["netdev"]) for k, v in snap["ports"].items())
-    found = rdma_counters.findings(doc["host"], d, doc["lossless_priorities"], link_layers, notes, netdevs,
-                                   limits=_limits(doc["thresholds"], seconds), seconds=seconds)
-    # a snapshot left by a driver reload is no counter finding of its own here: the port checks say what changed
-    return [f for f in found if f["check"] != "counter_reset"], notes
+def _present(doc, ports):
+    """The expected ports (as the file names them) that ``ports`` (current_ports) found, in the same order."""
+    found = set(p["pci"] or "%s:%d" % (p["device"], p["port"]) for p in ports)
+    return [p for p in doc["ports"] if (p["pci"] or "%s:%d" % (p["device"], p["port"])) in found]
 
 
 def run(doc, runner, now, previous=None, nccl_text=None, own_limits=True, tools=True):
-    """The health of this host. ``nccl_text``: /etc/nccl.conf as read now (None: absent); ``own_limits``: check this
-    process's memlock limit (the program, run by systemd or slurmd as jobs are; not an Ansible session's); ``tools``
-    False: no QoS tool (``ethtool -S`` is the one process per RoCE netdev; trust and the DSCP map wait for a full
-    check). Returns
-    {ok, findings, checks, ports, snapshot, notes}; raises HealthError when the host cannot be read."""
+    """The health of this host. ``previous``: the last run's snapshot (anything: an unusable one is a first run);
+    ``nccl_text``: /etc/nccl.conf as read now (None: absent); ``own_limits``: check this process's memlock limit (the
+    program, run by systemd or slurmd as jobs are; not an Ansible session's); ``tools`` False: no QoS tool and no
+    sminfo (``ethtool -S`` is the one process per RoCE netdev; trust, the DSCP map and the SM wait for a full check).
+    Returns {ok, findings, checks, ports, snapshot, notes}; raises HealthError when the host cannot be read."""
     root = doc["sysfs_root"]
     try:
         facts = gather_rdma_sysfs(root, gather_counters=True)
     except Exception as exc:  # SysfsError and what a vanished file raises mid-read
         raise HealthError("reading %s: %s" % (root, exc))
     rdma = dict(facts, sysfs_root=root)
-    entries, findings = _pin_roles(doc, rdma)
+    ports, entries, findings = current_ports(doc, rdma)
     try:
         port_roles.annotate(rdma, entries, doc["fabrics"], doc["management_netdevs"])
     except port_roles.PortRoleError as exc:
@@ -160,50 +148,62 @@ def run(doc, runner, now, previous=None, nccl_text=None, own_limits=True, tools=
     own_limits = own_limits and doc["expect"]["memlock"] is not None
     rdma["memlock"] = memlock_limits() if own_limits else {"soft": None, "hard": None}
     host = doc["host"]
-    entry = {"group": doc["group"], "rdma": rdma, "expect": doc["expect"],
+    entry = {"group": doc["group"], "rdma": rdma, "expect": _expect_now(doc, ports),
              "roce_qos": _qos_drift(runner, root, facts, doc["roce_qos"], tools) if doc["roce_qos"] else None,
-             "sminfo": _sminfo(runner, rdma) if doc["sm"] else None}
-    if doc["ports"] or doc["expect"]["devices"]:
+             "sminfo": _sminfo(runner, rdma) if doc["sm"] and tools else None}
+    if ports:
         try:
             findings.extend(verify({host: entry}, doc["spec"])["findings"])
         except VerifyInputError as exc:
             raise HealthError("the expected state does not fit the checks: %s" % exc)
-    # else: a host provisioned without RDMA ports (rdma_require_devices false) keeps to sockets: nothing to check
-    conf = doc.get("nccl_conf") or {}
-    if conf.get("path"):
-        if nccl_text is not None:
-            findings.extend(nccl_conf_findings(host, nccl_conf(nccl_text), rdma, conf["path"], doc["fabrics"]))
-        if conf.get("content") is not None and nccl_text != conf["content"]:
-            findings.append(finding(host, "error", "nccl_conf", None, None, "%s as hpcnet.rdma.nccl wrote it" % conf["path"],
-                                    "absent" if nccl_text is None else "changed",
-                                    "NCCL reads another configuration than the one provisioned: jobs may use other "
-                                    "HCAs, GID index or traffic class", "re-run site.yml with --tags nccl on this host"))
-    checked = dict(("%s/%s" % (p["device"], p["port"]), p) for p in doc["ports"])
-    snap = rdma_counters.snapshot(runner, root, devices=sorted(set(p["device"] for p in doc["ports"])), facts=facts)
+    # else: no port left to check (every card gone: the findings above), or a host provisioned without RDMA ports
+    # (rdma_require_devices false), which keeps to sockets
+    findings.extend(_nccl_findings(doc, rdma, nccl_text))
+    checked = dict(("%s/%s" % (p["device"], p["port"]), p) for p in ports)
+    snap = rdma_counters.snapshot(runner, root, devices=sorted(set(p["device"] for p in ports)), facts=facts)
     for key in list(snap["counters"]):
         if key not in checked:
             for part in ("counters", "sources", "ports"):
                 snap[part].pop(key, None)
-    counter_found, notes = _counter_findings(doc, rdma, snap, previous, now)
+    previous = counter_window.valid(previous, now)
+    counter_found, notes = counter_window.findings(doc, snap, previous, now)
     findings.extend(counter_found)
-    findings.sort(key=lambda f: (f["severity"] != "error", natural_key(f["device"] or ""), f["port"] or 0))
-    return {"ok": not any(f["severity"] == "error" for f in findings), "findings": findings,
-            "checks": check_table(doc, findings), "snapshot": {"time": now, "counters": snap["counters"]},
-            "notes": notes}
+    findings.sort(key=lambda f: (f["severity"] != "error", f["port"] is None and f["device"] is not None,
+                                 natural_key(f["device"] or ""), f["port"] or 0))
+    return {"ok": not any(f["severity"] == "error" for f in findings), "findings": findings, "ports": ports,
+            "checks": check_table(doc, ports, findings), "notes": notes,
+            "snapshot": counter_window.next_snapshot(previous, snap["counters"], now)}
 
 
-def check_table(doc, findings):
-    """[{check, device, port, netdev, role, rail, ok}]: one row per check and expected port (and per host check),
-    ok unless an error finding names that check and port."""
+def _nccl_findings(doc, rdma, nccl_text):
+    conf = doc.get("nccl_conf") or {}
+    if not conf.get("path"):
+        return []
+    out = []
+    if nccl_text is not None:
+        out.extend(nccl_conf_findings(doc["host"], nccl_conf(nccl_text), rdma, conf["path"], doc["fabrics"]))
+    if conf.get("content") is not None and nccl_text != conf["content"]:
+        out.append(finding(doc["host"], "error", "nccl_conf", None, None, "%s as hpcnet.rdma.nccl wrote it" % conf["path"],
+                           "absent" if nccl_text is None else "changed",
+                           "NCCL reads another configuration than the one provisioned: jobs may use other HCAs, GID "
+                           "index or traffic class", "re-run site.yml with --tags nccl on this host"))
+    return out
+
+
+def check_table(doc, ports, findings):
+    """[{check, device, port, netdev, role, rail, ok}]: one row per check and expected port (as the host names it now;
+    a port that is gone fails port_state under its expected name), and one per host check; ok unless an error finding
+    names that check and port (any nccl_conf finding fails the host's nccl_conf row)."""
     failed = set((f["check"], f["device"], f["port"]) for f in findings if f["severity"] == "error")
+    present = set((p["pci"], p["rail"], p["role"]) for p in ports)
     rows = []
-    for port in doc["ports"]:
+    for port in ports + [p for p in doc["ports"] if (p["pci"], p["rail"], p["role"]) not in present]:
         for check in PORT_CHECKS:
             if check in ETHERNET_ONLY and port["link_layer"] != "Ethernet":
                 continue
-            if check == "subnet_manager" and (not doc["sm"] or port["link_layer"] != "InfiniBand"):
+            if check in ("subnet_manager", "pkeys") and port["link_layer"] != "InfiniBand":
                 continue
-            if check == "pkeys" and not port.get("pkeys"):
+            if (check == "subnet_manager" and not doc["sm"]) or (check == "pkeys" and not port.get("pkeys")):
                 continue
             if check == "roce_qos" and port["netdev"] not in doc["roce_qos"]:
                 continue
@@ -212,5 +212,5 @@ def check_table(doc, findings):
                          "ok": (check, port["device"], port["port"]) not in failed})
     for check in HOST_CHECKS:
         rows.append({"check": check, "device": None, "port": None, "netdev": None, "role": None, "rail": None,
-                     "ok": not any(c == check for c, _d, _p in failed)})
+                     "ok": not any(c == check or c.startswith(check + "_") for c, _d, _p in failed)})
     return rows

@@ -6,7 +6,8 @@
 Pure Python (no Ansible imports).
 - ``program_files(prefix)``: the program's Python files, read from the modules this process imported (the module
   that installs it imports ``health.cli``, so AnsiballZ packed exactly the code the program runs, the collection's
-  module_utils and the few ``ansible.module_utils`` files they import), and the launcher ``sbin/hpcnet-rdma-health``;
+  module_utils and the few ``ansible.module_utils`` files they import), the launcher ``sbin/hpcnet-rdma-health`` and
+  Slurm's ``sbin/hpcnet-rdma-health-slurm`` (``--slurm --quiet``: a HealthCheckProgram takes no arguments);
 - ``units(...)``: the systemd service and timer that write the metrics;
 - ``plan(files)`` / ``write(plan)``: which files differ from what is on disk, and writing them atomically.
 """
@@ -27,15 +28,27 @@ COLLECTION = "ansible_collections.hpcnet.rdma.plugins.module_utils"
 ENTRY = cli.__name__
 LIB = "lib/hpcnet-rdma"
 PROGRAM = "sbin/hpcnet-rdma-health"
+# Slurm's HealthCheckProgram: slurm.conf takes a path without arguments, and slurmd runs it with no PATH at all (only
+# SLURMD_NODENAME), where sminfo and ethtool (/usr/sbin) would not be found
+SLURM_PROGRAM = "sbin/hpcnet-rdma-health-slurm"
 SERVICE = "hpcnet-rdma-health.service"
+# the slurm.conf lines, next to the expected state
+SLURM_CONF = "slurm-health.conf"
 TIMER = "hpcnet-rdma-health.timer"
 
-LAUNCHER = """#!/usr/bin/python3 -sE
+LAUNCHER = """#!{python} -sE
 # hpcnet-rdma-health: this host's RDMA fabric against {expected} (installed by the hpcnet.rdma.health role).
 import sys
 sys.path.insert(0, "{lib}")
 from {entry} import main
-sys.exit(main())
+sys.exit(main(expected="{expected}"))
+"""
+
+SLURM_LAUNCHER = """#!/bin/sh
+# Slurm's HealthCheckProgram (installed by the hpcnet.rdma.health role): {program} --slurm --quiet
+PATH=${{PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}}
+export PATH
+exec {program} --slurm --quiet "$@"
 """
 
 
@@ -100,7 +113,10 @@ def python_files(entry=ENTRY):
 def program_files(prefix, expected):
     lib = os.path.join(prefix, LIB)
     files = dict((os.path.join(lib, rel), (text, 0o644)) for rel, text in python_files().items())
-    files[os.path.join(prefix, PROGRAM)] = (LAUNCHER.format(lib=lib, entry=ENTRY, expected=expected), 0o755)
+    # the interpreter Ansible ran this module with (ansible_python_interpreter): the one the code runs on
+    files[os.path.join(prefix, PROGRAM)] = (LAUNCHER.format(python=sys.executable or "/usr/bin/python3", lib=lib,
+                                                            entry=ENTRY, expected=expected), 0o755)
+    files[os.path.join(prefix, SLURM_PROGRAM)] = (SLURM_LAUNCHER.format(program=os.path.join(prefix, PROGRAM)), 0o755)
     return files
 
 
@@ -115,6 +131,7 @@ After=network-online.target
 Type=oneshot
 ExecStart={program} --textfile --quiet --sysfs-only
 SuccessExitStatus=1
+TimeoutStartSec=120
 Nice=10
 """.format(program=program, expected=expected)
     timer = """[Unit]
@@ -146,10 +163,13 @@ def _mode(path):
         return None
 
 
-def plan(files, shown=()):
+def plan(files, shown=(), removed=()):
     """[(path, text, mode)] of the files whose content or mode differs from what is on disk, and the diff: the whole
-    text of the files in ``shown`` (the expected state), one line per other file."""
+    text of the files in ``shown`` (the expected state), one line per other file and per file ``removed``."""
     out, before, after = [], [], []
+    for path in removed:
+        before.append("%s: present\n" % path)
+        after.append("%s: absent\n" % path)
     for path in sorted(files):
         text, mode = files[path]
         now = _current(path)
@@ -159,17 +179,27 @@ def plan(files, shown=()):
                 before.append("# %s\n%s" % (path, now or ""))
                 after.append("# %s (mode %04o)\n%s" % (path, mode, text))
             else:
-                before.append("%s: %s\n" % (path, "absent" if now is None else "present"))
+                before.append("%s: %s\n" % (path, "absent" if now is None else "%d bytes, mode %04o" % (
+                    len(now), _mode(path) or 0)))
                 after.append("%s: %d bytes, mode %04o\n" % (path, len(text), mode))
     return out, {"before": "".join(before), "after": "".join(after)}
 
 
-def write(changes):
-    for path, text, mode in changes:
-        directory = os.path.dirname(path)
+def prepare(changes):
+    """Make every directory the files go to, and check each can be written, before any file is (OSError)."""
+    for directory in sorted(set(os.path.dirname(path) for path, _text, _mode in changes)):
         if not os.path.isdir(directory):
             os.makedirs(directory, 0o755)
-        fd, tmp = tempfile.mkstemp(prefix=".hpcnet.", dir=directory)
+        if not os.access(directory, os.W_OK):
+            raise OSError(13, "Permission denied", directory)
+
+
+def write(changes, removed=()):
+    """Remove ``removed``, write each change atomically (a temporary file renamed), after ``prepare``."""
+    for path in removed:
+        os.unlink(path)
+    for path, text, mode in changes:
+        fd, tmp = tempfile.mkstemp(prefix=".hpcnet.", dir=os.path.dirname(path))
         try:
             with os.fdopen(fd, "w") as handle:
                 handle.write(text)

@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import json
 
-REASON_MAX = 120
+REASON_MAX = 110  # with Slurm's "hpcnet-rdma: " prefix, under 125
 
 
 def _port_text(finding):
@@ -23,18 +23,18 @@ def _port_text(finding):
     return "%s:%s" % (finding["device"], finding["port"]) if finding["port"] is not None else finding["device"]
 
 
-def _expected_port(doc, finding):
-    for port in doc.get("ports") or []:
+def _expected_port(doc, finding, ports):
+    for port in list(ports or []) + list(doc.get("ports") or []):
         if port["device"] == finding["device"] and port["port"] == finding["port"]:
             return port
     return None
 
 
-def short(doc, finding):
+def short(doc, finding, ports=None):
     """One finding in a few words: where, what was found, what was expected."""
     found, expected = str(finding["found"]), str(finding["expected"])
     if finding["check"] == "port_state" and found != "absent":
-        port = _expected_port(doc, finding) or {}
+        port = _expected_port(doc, finding, ports) or {}
         found = found.split("/", 1)[0]
         spec = doc.get("spec") or {}
         rate = spec.get("expected_storage_rate_gbps") if port.get("role") == "storage" else spec.get("expected_rate_gbps")
@@ -49,7 +49,7 @@ def reason(doc, result):
         warnings = len(result["findings"])
         return "healthy: %d ports checked%s" % (len(doc.get("ports") or []),
                                                 ", %d warning(s)" % warnings if warnings else "")
-    text = short(doc, errors[0])
+    text = short(doc, errors[0], result.get("ports"))
     more = " (+%d more)" % (len(errors) - 1) if len(errors) > 1 else ""
     if len(text) + len(more) > REASON_MAX:
         text = text[:REASON_MAX - len(more) - 3] + "..."
@@ -60,7 +60,8 @@ def lines(doc, result):
     """The text output: the reason, then one line per finding (severity, check, what, cause, fix)."""
     out = [reason(doc, result)]
     for f in result["findings"]:
-        out.append("%s %s %s: %s; fix: %s" % (f["severity"], f["check"], short(doc, f), f["cause"], f["fix"]))
+        where = short(doc, f, result.get("ports"))
+        out.append("%s %s %s: %s; fix: %s" % (f["severity"], f["check"], where, f["cause"], f["fix"]))
     return out
 
 

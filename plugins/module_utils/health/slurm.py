@@ -40,17 +40,19 @@ def node_state(text):
 
 def action(node, ok, reason, prefix=PREFIX):
     """``("drain", reason)``, ``("resume", None)`` or ``(None, why)`` for a node in ``node`` (node_state) state."""
-    ours = bool(node["reason"]) and node["reason"].startswith(prefix)
+    ours = bool(node["reason"]) and node["reason"].startswith(prefix + " ")
+    if node["reason"] and not ours:
+        # an admin's (or another tool's) drain, down or fail, with its reason: never this check's to change
+        return None, "%s by someone else (%s): left as it is" % ("+".join(node["state"]), node["reason"])
     if not ok:
-        wanted = "%s %s" % (prefix, reason)
-        if node["drain"] and not ours:
-            return None, "drained by someone else (%s): left as it is" % node["reason"]
+        # "=" in a reason reads as the next field of `scontrol show node -o`: say it with ":" instead
+        wanted = "%s %s" % (prefix, reason.replace("=", ":"))
         if node["drain"] and node["reason"] == wanted:
             return None, "drained already with this reason"
         return "drain", wanted
     if node["drain"] and ours:
         return "resume", None
-    return None, "healthy" if not node["drain"] else "drained by someone else (%s): left drained" % node["reason"]
+    return None, "healthy"
 
 
 def argv(scontrol, name, what, reason=None):

@@ -221,14 +221,20 @@ _FLAP_COUNTERS = (("link_downed", "the link went down and came back: a cable, tr
                   ("link_down_events_phy", "the Ethernet link went down and came back"))
 
 
-def _health_findings(host, hca, number, values, d, lossless, eth, pause_percent, seconds):
+def _at_most(name, allowed):
+    """What a counter may do: ``symbol_error +0``, or ``symbol_error +10 at most`` under a limit."""
+    return "%s +%d%s" % (name, allowed.get(name, 0), " at most" if allowed.get(name) else "")
+
+
+def _health_findings(host, hca, number, values, d, lossless, eth, allowed, seconds):
     """The rules a kept snapshot adds (hpcnet-rdma-health): flaps, the share of time a lossless priority was paused,
     ECN marks without CNPs."""
     out = []
+    pause_percent = allowed.get("pause_percent")
     for name, cause in _FLAP_COUNTERS:
         if (eth or not name.endswith("_phy")) and _positive(d.get(name)):
-            out.append(finding(host, "error", "counter_link_flap", hca, number, "%s +0" % name, "%s +%d" % (name, d[name]),
-                               cause, _LINK_FIX.format(**values)))
+            out.append(finding(host, "error", "counter_link_flap", hca, number, _at_most(name, allowed),
+                               "%s +%d" % (name, d[name]), cause, _LINK_FIX.format(**values)))
     if pause_percent is not None and seconds:
         for prio in lossless:
             for direction in ("tx", "rx"):
@@ -338,7 +344,7 @@ def findings(host, port_deltas, lossless_priorities, link_layer, notes=None, net
             if name.endswith("_phy") and not eth:
                 continue
             if _positive(d.get(name)):
-                add(severity, "counter_link_errors", "%s +0" % name, "%s +%d" % (name, d[name]), cause,
+                add(severity, "counter_link_errors", _at_most(name, allowed), "%s +%d" % (name, d[name]), cause,
                     _LINK_FIX.format(**values))
         for name in sorted(d):
             m = _PRIO_PAUSE.match(name)
@@ -363,8 +369,8 @@ def findings(host, port_deltas, lossless_priorities, link_layer, notes=None, net
                         "; the NIC's storm guard stopped sending pause" if severity == "error" else ""),
                     "check the host for a stalled consumer (CPU, PCIe, NUMA); `ethtool -S {netdev} | grep "
                     "pause_storm`; the switch's PFC watchdog".format(**values))
-        out.extend(_health_findings(host, hca, number, values, d, lossless if is_lossless else [], eth,
-                                    allowed.get("pause_percent"), seconds))
+        out.extend(_health_findings(host, hca, number, values, d, lossless if is_lossless else [], eth, allowed,
+                                    seconds))
         if is_lossless or ll == "InfiniBand":
             moved = ["%s +%d" % (n, d[n]) for n in _LOSS_COUNTERS if _positive(d.get(n))]
             if moved:

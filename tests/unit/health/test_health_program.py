@@ -117,6 +117,32 @@ def test_a_flap_between_two_runs_is_an_error_and_the_threshold_allows_it(ib_host
     assert program(tmp).returncode == 0
 
 
+
+def test_slurm_keeps_its_own_counter_snapshot(ib_host, monkeypatch):
+    """The metrics timer runs more often than slurmd's check: a flap the timer saw first still drains the node.
+    slurmd runs hpcnet-rdma-health-slurm (HealthCheckProgram takes no arguments), which adds --slurm --quiet."""
+    tmp, root = ib_host
+
+    def slurm_check():
+        return subprocess.run([str(tmp / "usr/sbin/hpcnet-rdma-health-slurm"), "--expected", str(tmp / "etc/health.json")],
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    calls = tmp / "scontrol.calls"
+    scontrol = tmp / "bin/scontrol"
+    scontrol.parent.mkdir()
+    scontrol.write_text('#!/bin/sh\necho "$@" >> %s\necho "NodeName=node01 State=IDLE Reason=(null)"\n' % calls)
+    scontrol.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (scontrol.parent, os.environ["PATH"]))
+    installed(tmp, root)
+    assert program(tmp, "--textfile").returncode == 0 and slurm_check().returncode == 0  # the snapshots
+    counter = root / "class/infiniband/mlx5_3/ports/1/counters/link_downed"
+    counter.write_text("%d\n" % (int(counter.read_text()) + 1))
+    assert program(tmp, "--textfile").returncode == 1
+    drained = slurm_check()
+    assert drained.returncode == 1 and drained.stdout == "mlx5_3:1 link_downed +1 (expected link_downed +0)\n"
+    assert "State=DRAIN Reason=hpcnet-rdma: mlx5_3:1 link_downed +1" in calls.read_text()
+
+
 def test_textfile_metrics(ib_host):
     tmp, root = ib_host
     installed(tmp, root)
@@ -167,10 +193,20 @@ SHOW_NODE = ("NodeName=node01 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=2 S
              "Partitions=debug BootTime=2026-12-06T10:00:00 Reason=%s [%s@2026-12-06T12:00:00]")
 
 
+@pytest.mark.parametrize("state, reason", [("DOWN", "hardware failure"), ("IDLE+FAIL", "bad psu"),
+                                           ("MIXED+DRAIN", "admin: wait")])
+def test_an_admins_down_fail_or_drain_is_never_changed(state, reason):
+    node = slurm.node_state("NodeName=node01 State=%s Reason=%s [jdoe@2026-12-06T12:00:00]" % (state, reason))
+    for ok in (True, False):
+        assert slurm.action(node, ok, "mlx5_2:1 DOWN")[0] is None
+
+
 @pytest.mark.parametrize("reason, user, ok, expected", [
     ("hpcnet-rdma: mlx5_1:1 DOWN (expected ACTIVE 400 Gb/s)", "root", True, ("resume", None)),
-    ("bad DIMM", "admin", True, (None, "drained by someone else (bad DIMM): left drained")),
-    ("bad DIMM", "admin", False, (None, "drained by someone else (bad DIMM): left as it is")),
+    ("bad DIMM", "admin", True, (None, "IDLE+DRAIN by someone else (bad DIMM): left as it is")),
+    ("bad DIMM", "admin", False, (None, "IDLE+DRAIN by someone else (bad DIMM): left as it is")),
+    ("hpcnet-rdma:mlx5 manual, do not resume", "admin", True,
+     (None, "IDLE+DRAIN by someone else (hpcnet-rdma:mlx5 manual, do not resume): left as it is")),
     ("hpcnet-rdma: old", "root", False, ("drain", "hpcnet-rdma: mlx5_2:1 DOWN")),
 ])
 def test_slurm_drains_and_resumes_only_its_own(reason, user, ok, expected):
@@ -227,3 +263,173 @@ def test_a_p_key_gone_from_a_port_is_an_error(ib_host):
     (table / "1").write_text("0x0000\n")
     gone = program(tmp)
     assert gone.returncode == 1 and gone.stdout.splitlines()[0] == "mlx5_4:1 0x8001 missing (expected P_Keys 0xffff, 0x8001)"
+
+
+
+def _reboot_without(root, pci):
+    """The host boots again with the card at ``pci`` gone (off the bus): the kernel names the others mlx5_0.. anew."""
+    prof = simhost.load("cx7_ib_ndr_8x")
+    prof["devices"] = [dict((k, v) for k, v in d.items() if k != "name") for d in prof["devices"] if d.get("pci") != pci]
+    shutil.rmtree(root)
+    simhost.build_tree(prof, root)
+
+
+def test_a_card_off_the_bus_is_named_by_its_rail_and_pci_address_not_by_a_shifted_name(ib_host):
+    tmp, root = ib_host
+    installed(tmp, root)
+    _reboot_without(root, "0000:40:00.0")
+    out = program(tmp)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stdout.splitlines()[0] == "mlx5_1:1 absent (expected compute rail 1 at 0000:40:00.0)", out.stdout
+    assert len([line for line in out.stdout.splitlines()[1:] if line.startswith("error")]) == 1, out.stdout
+    text = (program(tmp, "--textfile", "--quiet"), (tmp / "textfile/hpcnet_rdma.prom").read_text())[1]
+    assert 'check_ok{check="port_state",device="mlx5_1",port="1",netdev="ibp64s0",role="compute",rail="1"} 0' in text
+    assert 'check_ok{check="port_state",device="mlx5_6",port="1",netdev="ibp220s0",role="compute",rail="7"} 1' in text
+
+
+def test_a_device_renamed_since_the_install_is_the_same_port(ib_host):
+    tmp, root = ib_host
+    installed(tmp, root)
+    subprocess.run([str(KIT / "bin" / "rdma"), "dev", "set", "mlx5_2", "name", "ibp79s0"], check=True,
+                   capture_output=True)
+    out = program(tmp, "--json")
+    assert out.returncode == 0, out.stdout
+    rows = json.loads(out.stdout)["checks"]
+    assert {"device": "ibp79s0", "rail": 2} in [{"device": r["device"], "rail": r["rail"]} for r in rows]
+
+
+def test_link_errors_count_over_the_last_hour_against_the_hourly_threshold(ib_host):
+    tmp, root = ib_host
+    installed(tmp, root)
+    state = tmp / "state/counters.json"
+    counter = root / "class/infiniband/mlx5_3/ports/1/counters/symbol_error"
+
+    def errors_then_run(count, age):
+        snap = json.loads(state.read_text())
+        snap["time"] -= age
+        state.write_text(json.dumps(snap))
+        counter.write_text("%d\n" % (int(counter.read_text()) + count))
+        return program(tmp)
+
+    assert program(tmp).returncode == 0
+    assert errors_then_run(3, 300).returncode == 0     # 3 in the last hour: under the default 10 per hour
+    bad = errors_then_run(8, 300)                       # 11 in the last hour
+    assert bad.returncode == 1
+    assert bad.stdout.splitlines()[0] == "mlx5_3:1 symbol_error +11 (expected symbol_error +10 at most)", bad.stdout
+
+
+@pytest.mark.parametrize("snapshot", ['"x"', "42", '{"time": "abc", "counters": {}}', '{"time": 1e400, "counters": {}}',
+                                      '{"time": 1, "counters": {"mlx5_0/1": {"symbol_error": "x"}}}',
+                                      '{"time": 4102444800, "counters": {}}'])
+def test_an_unusable_snapshot_is_a_first_run(ib_host, snapshot):
+    tmp, root = ib_host
+    installed(tmp, root)
+    (tmp / "state").mkdir(exist_ok=True)
+    (tmp / "state/counters.json").write_text(snapshot)
+    out = program(tmp)
+    assert (out.returncode, out.stderr) == (0, ""), out.stdout + out.stderr
+    assert json.loads((tmp / "state/counters.json").read_text())["time"] < 4102444800
+
+
+def test_cannot_check_is_json_with_json_and_says_so_in_the_metrics(ib_host):
+    tmp, root = ib_host
+    installed(tmp, root)
+    shutil.rmtree(root)
+    out = program(tmp, "--json", "--textfile")
+    assert out.returncode == 2 and json.loads(out.stdout)["reason"].startswith("cannot check: reading ")
+    assert "hpcnet_rdma_health_ok 0" in (tmp / "textfile/hpcnet_rdma.prom").read_text()
+
+
+def test_a_hand_edited_expected_state_is_no_traceback(ib_host):
+    tmp, root = ib_host
+    installed(tmp, root)
+    doc = json.loads((tmp / "etc/health.json").read_text())
+    doc["thresholds"] = {}
+    (tmp / "etc/health.json").write_text(json.dumps(doc))
+    assert program(tmp).returncode == 0  # the first run has no counter rates to judge
+    out = program(tmp)
+    assert out.returncode == 2 and "does not hold what this program expects (KeyError" in out.stdout
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_the_launcher_reads_the_expected_state_where_the_role_wrote_it(ib_host):
+    tmp, root = ib_host
+    deploy(params(tmp, root, expected_path=str(tmp / "opt/health.json"), state_dir=str(tmp / "state")),
+           SubprocessRunner(), False)
+    out = subprocess.run([PYTHON, "-sE", str(tmp / "usr/sbin/hpcnet-rdma-health")], capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 0 and out.stdout.startswith("healthy"), out.stdout + out.stderr
+
+
+def test_metrics_turned_off_remove_the_units_and_the_textfile(ib_host):
+    tmp, root = ib_host
+    installed(tmp, root)
+    program(tmp, "--textfile")
+    assert (tmp / "textfile/hpcnet_rdma.prom").exists() and (tmp / "units/hpcnet-rdma-health.timer").exists()
+    off = deploy(params(tmp, root, metrics="false", state_dir=str(tmp / "state")), SubprocessRunner(), False)
+    assert off["changed"] and sorted(os.path.basename(p) for p in off["removed"]) == [
+        "hpcnet-rdma-health.service", "hpcnet-rdma-health.timer", "hpcnet_rdma.prom"]
+    assert not (tmp / "units/hpcnet-rdma-health.timer").exists() and not (tmp / "textfile/hpcnet_rdma.prom").exists()
+    assert not deploy(params(tmp, root, metrics="false", state_dir=str(tmp / "state")), SubprocessRunner(), False)["changed"]
+
+
+def test_an_unwritable_place_is_refused_before_anything_is_written(ib_host):
+    tmp, root = ib_host
+    (tmp / "file").write_text("")
+    with pytest.raises(DeployError, match="cannot write .*file/etc"):
+        deploy(params(tmp, root, expected_path=str(tmp / "file/etc/health.json")), SubprocessRunner(), False)
+    assert not (tmp / "usr").exists() and not (tmp / "units").exists()
+
+
+@pytest.mark.parametrize("extra, needle", [
+    ({"expected_rate_gbps": -400}, "expected_rate_gbps must be more than 0"),
+    ({"mtu": -1}, "mtu must be more than 68"),
+    ({"memlock": "lots"}, "memlock must be unlimited, unchecked or a number of bytes"),
+    ({"lossless_priorities": [9]}, "lossless_priorities must be priorities 0-7"),
+])
+def test_module_values_no_check_could_use_are_refused(ib_host, extra, needle):
+    tmp, root = ib_host
+    with pytest.raises(DeployError, match=needle):
+        deploy(params(tmp, root, **extra), SubprocessRunner(), False)
+
+
+def test_the_timers_sysfs_only_run_starts_no_sminfo_until_the_full_check_is_due(ib_host):
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.health import cli as program_cli
+
+    tmp, root = ib_host
+    installed(tmp, root, sm=True)
+
+    class Counting(SubprocessRunner):
+        calls = []
+
+        def run(self, argv, changes=False, timeout=60):
+            Counting.calls.append(os.path.basename(argv[0]))
+            return super().run(argv, changes, timeout)
+
+    args = program_cli.parse_args(["--expected", str(tmp / "etc/health.json"), "--sysfs-only"])
+    now = __import__("time").time()
+    program_cli.check(args, Counting(), now)          # no full check yet: this one is
+    assert Counting.calls.count("sminfo") == 8
+    Counting.calls.clear()
+    program_cli.check(args, Counting(), now + 60)
+    assert Counting.calls == []
+    program_cli.check(args, Counting(), now + 301)    # the full check is due again
+    assert Counting.calls.count("sminfo") == 8
+
+
+def test_nccl_conf_findings_fail_its_row_and_the_slurm_reason_has_no_field_separator(tmp_path, monkeypatch):
+    root = tmp_path / "sys"
+    monkeypatch.setenv("SIMHOST_SYSFS_ROOT", str(root))
+    monkeypatch.setenv("SIMHOST_PERSIST_DIR", str(tmp_path / "persist"))
+    simhost.build_tree(simhost.load("cx7_roce_400g_2x"), root)
+    conf = tmp_path / "nccl.conf"
+    conf.write_text("NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\nNCCL_IB_GID_INDEX=1\n")
+    deploy(params(tmp_path, root, group="roce", fabrics=["roce"], nccl_conf_path=str(conf),
+                  state_dir=str(tmp_path / "state")), SubprocessRunner(), False)
+    out = json.loads(program(tmp_path, "--json").stdout)
+    assert not out["ok"] and [r["ok"] for r in out["checks"] if r["check"] == "nccl_conf"] == [False]
+    assert "=" in out["reason"]
+    node = slurm.node_state("NodeName=node01 State=IDLE Reason=(null)")
+    what, reason = slurm.action(node, False, out["reason"])
+    assert what == "drain" and "=" not in reason
+    assert slurm.node_state("NodeName=node01 State=IDLE+DRAIN Reason=%s [root@2026-12-06T12:00:00]" % reason)["reason"] == reason
