@@ -80,7 +80,7 @@ sanity: venv $(COLLECTION_TREE) $(ANSIBLE_TEST_GET_PIP) ## ansible-test sanity o
 
 # Longest first; tests/tools/molecule_lanes.py runs MOLECULE_JOBS of them at once where they share no container,
 # network or subnet, and ends with the failed tasks of any that failed. MOLECULE_JOBS=1 runs one at a time.
-MOLECULE_SCENARIOS ?= infiniband firmware ofed roce default verify
+MOLECULE_SCENARIOS ?= infiniband firmware ofed roce default verify health
 MOLECULE_JOBS ?= 2
 
 molecule: venv image ## Molecule scenarios in Docker containers of simulated ConnectX hosts (two at a time)
