@@ -30,19 +30,20 @@ venv: $(VENV)/.installed ## Create the Python venv with the pinned tools
 image: ## Build the systemd base image of the simulated hosts (debootstrap; skipped when present)
 	tests/container/build-image $(IMAGE)
 
-demo: venv image ## Start four simulated hosts, run site.yml on them, then verify.yml (report in fabric-report/)
+demo: venv image ## Start four simulated hosts (Slurm nodes, Prometheus), run site.yml, verify.yml (report in fabric-report/), the health check
 	$(BIN)/ansible-playbook tests/container/demo-up.yml
 	$(BIN)/ansible-playbook site.yml -i inventories/demo
 	$(BIN)/ansible-playbook verify.yml -i inventories/demo
 	$(BIN)/ansible-playbook tests/container/demo-health.yml -i inventories/demo
 	@echo "Fabric report: $(CURDIR)/fabric-report/fabric-report.html (JSON: fabric-report/fabric-report.json)"
 
-demo-fault: venv ## After make demo: turn PFC off on roce-node02, verify (the report names it), then repair it
+demo-fault: venv ## After make demo: PFC off on roce-node02 (verify names it; repaired), then a cable pulled on roce-node01: health reason, sinfo -R, alert
 	$(BIN)/ansible-playbook tests/container/demo-fault.yml -i inventories/demo
 	cp fabric-report/fabric-report.html fabric-report/fabric-report-fault.html
 	cp fabric-report/fabric-report.json fabric-report/fabric-report-fault.json
 	$(BIN)/ansible-playbook site.yml -i inventories/demo --limit roce-node02 --tags roce
 	@echo "Fabric report with the fault: $(CURDIR)/fabric-report/fabric-report-fault.html (roce-node02 repaired since)"
+	$(BIN)/ansible-playbook tests/container/demo-fault-cable.yml -i inventories/demo
 
 demo-clean: venv ## Remove the demo containers
 	$(BIN)/ansible-playbook tests/container/demo-down.yml

@@ -63,6 +63,12 @@ def _hour_baseline(previous, now):
     return within[0] if within else previous
 
 
+def lossless_of(doc, netdev):
+    """The lossless (PFC) priorities declared for ``netdev``: its RoCE profile's, none for a port without one."""
+    declared = (doc.get("roce_qos") or {}).get(netdev) if netdev else None
+    return sorted(set(int(p) for p in (declared or {}).get("pfc") or []))
+
+
 def limits(thresholds, seconds):
     """{counter: the delta allowed} and ``pause_percent``, from the thresholds, for deltas over ``seconds`` (link
     errors: over the last hour)."""
@@ -98,7 +104,13 @@ def findings(doc, snap, previous, now):
                 moved[name] = hour[port][name]
     link_layers = dict((k, v["link_layer"]) for k, v in snap["ports"].items())
     netdevs = dict((k, v["netdev"]) for k, v in snap["ports"].items())
-    found = rdma_counters.findings(doc["host"], d, doc["lossless_priorities"], link_layers, notes, netdevs,
-                                   limits=limits(doc["thresholds"], seconds), seconds=seconds)
+    # each port against its own declared profile: a storage port left lossy (roce_storage_qos none) has no PFC
+    groups = {}
+    for port in d:
+        groups.setdefault(tuple(lossless_of(doc, netdevs.get(port))), {})[port] = d[port]
+    found = []
+    for lossless, group in sorted(groups.items()):
+        found.extend(rdma_counters.findings(doc["host"], group, list(lossless), link_layers, notes, netdevs,
+                                            limits=limits(doc["thresholds"], seconds), seconds=seconds))
     # a counter reset (driver reload) is no finding of its own here: the port checks say what changed
     return [f for f in found if f["check"] != "counter_reset"], notes

@@ -85,6 +85,15 @@ def _ipoib(rdma, ports):
                   key=lambda name: (len(name), name))
 
 
+def _netdev_mtu(rdma, ports, declared):
+    """{netdev: MTU now} of the checked ports' netdevs and their IPoIB children, unless the user declared an MTU."""
+    if declared.get("mtu") or declared.get("storage_mtu"):
+        return {}
+    ids = set((p["device"], p["port"]) for p in ports if p["role"] in CHECKED_ROLES)
+    return dict((name, nd["mtu"]) for name, nd in (rdma.get("netdevs") or {}).items()
+                if (nd.get("rdma_device"), nd.get("rdma_port")) in ids and isinstance(nd.get("mtu"), int))
+
+
 def _active(ports, role, key):
     return _most_common([p[key] for p in ports if p["role"] == role and p["state"] == "ACTIVE"])
 
@@ -109,8 +118,10 @@ def build(declared, rdma):
         "devices": ["%s:%d" % (p["device"], p["port"]) for p in compute],
         "gdr": bool(declared.get("gdr")),
         "ipoib": _ipoib(rdma, ports) if declared.get("ipoib") is None else list(declared["ipoib"]),
-        "mtu": declared.get("mtu") or _active(ports, "compute", "mtu"),
-        "storage_mtu": declared.get("storage_mtu") or _active(ports, "storage", "mtu"),
+        "mtu": declared.get("mtu"),
+        "storage_mtu": declared.get("storage_mtu"),
+        # each netdev's own MTU now (rails may differ: an IPoIB rail in datagram mode, another in a partition)
+        "netdev_mtu": _netdev_mtu(rdma, ports, declared),
         "memlock": declared.get("memlock") or "unlimited",
     }
     if expect["memlock"] == "unchecked":

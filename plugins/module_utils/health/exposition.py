@@ -19,6 +19,8 @@ import os
 import re
 import tempfile
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.health import counter_window
+
 # the file node_exporter's textfile collector reads, in its directory
 TEXTFILE = "hpcnet_rdma.prom"
 # name -> (type, help)
@@ -112,8 +114,8 @@ def render(doc, result, now):
         samples["hpcnet_rdma_health_check_ok"].append(((("check", row["check"]),) + _port_labels(row), 1 if row["ok"] else 0))
     for port in result["ports"]:
         samples["hpcnet_rdma_port_info"].append((_port_labels(port) + (("link_layer", port["link_layer"]),), 1))
-        if port["link_layer"] == "Ethernet" and port["netdev"] in (doc.get("roce_qos") or {}):
-            for prio in doc["lossless_priorities"]:
+        if port["link_layer"] == "Ethernet":
+            for prio in counter_window.lossless_of(doc, port["netdev"]):
                 samples["hpcnet_rdma_pfc_lossless"].append(((("priority", prio),) + _port_labels(port), 1))
     for metric, labels, value in _counter_samples(result["ports"], result["snapshot"]["counters"]):
         samples[metric].append((labels, value))

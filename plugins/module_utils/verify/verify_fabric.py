@@ -42,7 +42,7 @@ STATUSES = ("pass", "fail", "skip")
 FABRIC = "fabric"          # the ``host`` of a finding about the whole fabric (a rail with no SM)
 
 HOST_KEYS = ("group", "rdma", "roce_qos", "expect", "sminfo")
-EXPECT_KEYS = ("devices", "gdr", "ipoib", "mtu", "memlock", "storage_mtu", "pkeys")
+EXPECT_KEYS = ("devices", "gdr", "ipoib", "mtu", "memlock", "storage_mtu", "pkeys", "netdev_mtu")
 SPEC_KEYS = ("expected_rate_gbps", "min_width", "expected_fw_ver", "expected_storage_rate_gbps")
 CHECKED_ROLES = ("compute", "storage")
 FINDING_KEYS = ("host", "severity", "check", "device", "port", "expected", "found", "cause", "fix")
@@ -194,6 +194,16 @@ def _pkeys(value, field):
     return dict((k, ["0x%04x" % int(p, 16) for p in v]) for k, v in value.items())
 
 
+def _netdev_mtu(value, field):
+    """``{netdev: MTU}`` (each netdev's own expected MTU, as the health check keeps them) or {}."""
+    if value in (None, "", {}):
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                                              and v > 0 for k, v in value.items()):
+        raise VerifyInputError("%s must map netdev names to MTUs in bytes; got %r" % (field, value))
+    return dict(value)
+
+
 def validate_hosts(hosts):
     """``hosts`` -> {host: normalised entry}. Raises VerifyInputError naming ``hosts.<host>.<key>``."""
     if not isinstance(hosts, dict) or not hosts:
@@ -236,6 +246,7 @@ def validate_hosts(hosts):
             "storage_mtu": _opt_number(expect.get("storage_mtu"), where + ".expect.storage_mtu", integer=True),
             "memlock": _memlock(expect.get("memlock"), where + ".expect.memlock"),
             "pkeys": _pkeys(expect.get("pkeys"), where + ".expect.pkeys"),
+            "netdev_mtu": _netdev_mtu(expect.get("netdev_mtu"), where + ".expect.netdev_mtu"),
         }
     return out
 

@@ -221,8 +221,9 @@ def _mtu_where(key, group):
 
 
 def check_mtu(fabric, host):
-    """The MTU of the RoCE / IPoIB netdevs is expect.mtu (storage ports: expect.storage_mtu) (error), or the most
-    common MTU of the same rail or storage index in the group (warning): like is compared with like."""
+    """The MTU of the RoCE / IPoIB netdevs is expect.netdev_mtu's for that netdev, else expect.mtu (storage ports:
+    expect.storage_mtu) (error), or the most common MTU of the same rail or storage index in the group (warning):
+    like is compared with like."""
     h = fabric.hosts[host]
     netdevs = fabric.host_netdevs(host)
     if not netdevs:
@@ -230,7 +231,7 @@ def check_mtu(fabric, host):
     ran = False
     out = []
     for nd, mtu, dev, key in netdevs:
-        wanted = h["storage_mtu"] if key[0] == "storage" else h["mtu"]
+        wanted = h["netdev_mtu"].get(nd, h["storage_mtu"] if key[0] == "storage" else h["mtu"])
         declared = wanted is not None
         expected = wanted if declared else fabric.reference("mtu", h["group"], key)
         if expected is None:

@@ -433,3 +433,24 @@ def test_nccl_conf_findings_fail_its_row_and_the_slurm_reason_has_no_field_separ
     what, reason = slurm.action(node, False, out["reason"])
     assert what == "drain" and "=" not in reason
     assert slurm.node_state("NodeName=node01 State=IDLE+DRAIN Reason=%s [root@2026-12-06T12:00:00]" % reason)["reason"] == reason
+
+
+def test_a_port_without_a_lossless_profile_is_not_held_to_pfc(tmp_path, monkeypatch):
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.health import counter_window
+
+    doc = {"roce_qos": {"enp1s0np0": {"pfc": [3]}}, "lossless_priorities": [3]}
+    assert counter_window.lossless_of(doc, "enp1s0np0") == [3]
+    assert counter_window.lossless_of(doc, "enp2s0np0") == [] and counter_window.lossless_of(doc, None) == []
+
+
+def test_each_netdev_keeps_its_own_mtu(ib_host):
+    tmp, root = ib_host
+    (root / "class/net/ibp64s0/mtu").write_text("2044\n")
+    (root / "class/net/ibp24s0/mtu").write_text("4092\n")
+    result = installed(tmp, root)
+    assert result["health"]["ok"], result["health"]
+    assert result["expected"]["expect"]["netdev_mtu"]["ibp64s0"] == 2044
+    assert program(tmp).returncode == 0
+    (root / "class/net/ibp24s0/mtu").write_text("2044\n")
+    out = program(tmp)
+    assert out.returncode == 1 and out.stdout.splitlines()[0] == "mlx5_0:1 2044 on ibp24s0 (expected 4092 (declared))"
