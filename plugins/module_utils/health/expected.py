@@ -130,7 +130,8 @@ def build(declared, rdma):
         "version": VERSION,
         "host": declared["host"],
         "group": group,
-        "fabrics": list(declared.get("fabrics") or [group]),
+        # the fabric groups only: group_names also holds the play's own groups (the rolling reboot's), which change
+        "fabrics": [g for g in GROUP_LINK_LAYER if g in (declared.get("fabrics") or [group])] or [group],
         "sysfs_root": declared.get("sysfs_root") or "/sys",
         "ports": [dict((k, v) for k, v in p.items() if k not in PORT_NOW) for p in ports if p["role"] in CHECKED_ROLES],
         "port_roles": _pinned_roles(ports),

@@ -454,3 +454,11 @@ def test_each_netdev_keeps_its_own_mtu(ib_host):
     (root / "class/net/ibp24s0/mtu").write_text("2044\n")
     out = program(tmp)
     assert out.returncode == 1 and out.stdout.splitlines()[0] == "mlx5_0:1 2044 on ibp24s0 (expected 4092 (declared))"
+
+
+def test_the_plays_own_groups_are_no_part_of_the_expected_state(ib_host):
+    tmp, root = ib_host
+    first = deploy(params(tmp, root, fabrics=["infiniband", "rdma_rolling_reboot", "rdma_facts_reread"]),
+                   SubprocessRunner(), False)
+    assert first["expected"]["fabrics"] == ["infiniband"]
+    assert not deploy(params(tmp, root, fabrics=["infiniband"]), SubprocessRunner(), False)["changed"]
