@@ -62,7 +62,8 @@ def parse_args(argv, expected=PATH):
     return parser.parse_args(argv)
 
 
-def _read(path):
+def read_text(path):
+    """The text of ``path``, or None when it cannot be read (the program's and the health role's files)."""
     try:
         with open(path) as handle:
             return handle.read()
@@ -71,7 +72,7 @@ def _read(path):
 
 
 def _json(path):
-    text = _read(path)
+    text = read_text(path)
     try:
         return json.loads(text) if text else None
     except ValueError:
@@ -104,7 +105,7 @@ def _lock(state_dir):
 def check(args, runner, now):
     """(doc, result) of one check, the counter snapshot kept under the expected state's state_dir. A --sysfs-only run
     runs the full check (the QoS tool, sminfo) when the last full one is FULL_EVERY seconds old."""
-    text = _read(args.expected)
+    text = read_text(args.expected)
     if text is None:
         raise ExpectedStateError("%s cannot be read: run the hpcnet.rdma.health role on this host" % args.expected)
     doc = load(text, args.expected)
@@ -118,7 +119,7 @@ def check(args, runner, now):
         last_full = mark.get("time") if isinstance(mark, dict) else None
         tools = not args.sysfs_only or not isinstance(last_full, (int, float)) or not 0 <= now - last_full < FULL_EVERY
         conf = doc.get("nccl_conf") or {}
-        result = run(doc, runner, now, _json(snapshot), _read(conf["path"]) if conf.get("path") else None,
+        result = run(doc, runner, now, _json(snapshot), read_text(conf["path"]) if conf.get("path") else None,
                      tools=tools)
         exposition.write(snapshot, json.dumps(result["snapshot"], sort_keys=True) + "\n")
         if tools:
@@ -148,7 +149,7 @@ def main(argv=None, expected=PATH):
     now = time.time()
     doc = None
     try:
-        doc = load(_read(args.expected) or "", args.expected)
+        doc = load(read_text(args.expected) or "", args.expected)
     except ExpectedStateError:
         pass  # check() says why
     try:

@@ -18,6 +18,7 @@ import os
 import time
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health import exposition, expected, install, report, thresholds
+from ansible_collections.hpcnet.rdma.plugins.module_utils.health.cli import read_text
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health.health_check import HealthError, run
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.management_link import (
     ManagementLinkError, default_route_netdevs)
@@ -95,14 +96,6 @@ def _facts(params):
     return rdma
 
 
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
 def deploy(params, runner, check_mode):
     """{changed, diff, expected, files, health}. ``params``: the rdma_health module's parameters."""
     errors = host_errors(params, runner)
@@ -116,7 +109,7 @@ def deploy(params, runner, check_mode):
     declared = dict(params)
     if declared.get("management_netdevs") is None:
         declared["management_netdevs"] = default_route_netdevs(params["sysfs_root"])
-    declared["nccl_conf"] = {"path": nccl_path, "content": _read(nccl_path)} if nccl_path else None
+    declared["nccl_conf"] = {"path": nccl_path, "content": read_text(nccl_path)} if nccl_path else None
     declared["slurm"] = {"enabled": bool(params.get("slurm"))}
     declared["textfile_dir"] = textfile_dir(params)
     gdr = str(params.get("gdr")).lower()
@@ -150,7 +143,7 @@ def deploy(params, runner, check_mode):
         install.write(changes, stale)
     try:
         # memlock is the program's own (a service's, as jobs get it), not this Ansible session's: not checked here
-        result = run(doc, runner, time.time(), None, _read(nccl_path) if nccl_path else None, own_limits=False)
+        result = run(doc, runner, time.time(), None, read_text(nccl_path) if nccl_path else None, own_limits=False)
         health = {"ok": result["ok"], "reason": report.reason(doc, result), "findings": result["findings"]}
     except HealthError as exc:
         health = {"ok": False, "reason": "cannot check: %s" % exc, "findings": []}
@@ -159,7 +152,7 @@ def deploy(params, runner, check_mode):
 
 
 def _old_doc(path):
-    text = _read(path)
+    text = read_text(path)
     try:
         return expected.load(text, path) if text else None
     except expected.ExpectedStateError:

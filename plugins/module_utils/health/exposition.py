@@ -49,19 +49,19 @@ METRICS = (
 )
 NAMES = tuple(m[0] for m in METRICS)
 _PRIO = re.compile(r"^(rx|tx)_prio([0-7])_pause(_duration)?$")
-# counter -> (metric, extra labels, scale)
+# counter -> (metric, extra labels)
 _SIMPLE = {
-    "np_ecn_marked_roce_packets": ("hpcnet_rdma_ecn_marked_packets_total", (), 1),
-    "np_cnp_sent": ("hpcnet_rdma_cnp_sent_total", (), 1),
-    "rp_cnp_handled": ("hpcnet_rdma_cnp_handled_total", (), 1),
-    "out_of_buffer": ("hpcnet_rdma_out_of_buffer_total", (), 1),
-    "rx_discards_phy": ("hpcnet_rdma_discards_total", (("direction", "rx"),), 1),
-    "tx_discards_phy": ("hpcnet_rdma_discards_total", (("direction", "tx"),), 1),
-    "rx_global_pause": ("hpcnet_rdma_global_pause_frames_total", (("direction", "rx"),), 1),
-    "tx_global_pause": ("hpcnet_rdma_global_pause_frames_total", (("direction", "tx"),), 1),
-    "link_down_events_phy": ("hpcnet_rdma_link_down_events_total", (), 1),
-    "rx_crc_errors_phy": ("hpcnet_rdma_phy_errors_total", (("kind", "crc"),), 1),
-    "rx_symbol_err_phy": ("hpcnet_rdma_phy_errors_total", (("kind", "symbol"),), 1),
+    "np_ecn_marked_roce_packets": ("hpcnet_rdma_ecn_marked_packets_total", ()),
+    "np_cnp_sent": ("hpcnet_rdma_cnp_sent_total", ()),
+    "rp_cnp_handled": ("hpcnet_rdma_cnp_handled_total", ()),
+    "out_of_buffer": ("hpcnet_rdma_out_of_buffer_total", ()),
+    "rx_discards_phy": ("hpcnet_rdma_discards_total", (("direction", "rx"),)),
+    "tx_discards_phy": ("hpcnet_rdma_discards_total", (("direction", "tx"),)),
+    "rx_global_pause": ("hpcnet_rdma_global_pause_frames_total", (("direction", "rx"),)),
+    "tx_global_pause": ("hpcnet_rdma_global_pause_frames_total", (("direction", "tx"),)),
+    "link_down_events_phy": ("hpcnet_rdma_link_down_events_total", ()),
+    "rx_crc_errors_phy": ("hpcnet_rdma_phy_errors_total", (("kind", "crc"),)),
+    "rx_symbol_err_phy": ("hpcnet_rdma_phy_errors_total", (("kind", "symbol"),)),
 }
 
 
@@ -97,7 +97,7 @@ def _counter_samples(ports, counters):
                 out.append((metric, (("direction", m.group(1)), ("priority", m.group(2))) + labels,
                             value / 1e6 if m.group(3) else value))
             elif name in _SIMPLE:
-                metric, extra, _scale = _SIMPLE[name]
+                metric, extra = _SIMPLE[name]
                 out.append((metric, extra + labels, value))
     return out
 
