@@ -396,10 +396,10 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.host.management_link import ManagementLinkError, default_route_netdevs
 from ansible_collections.hpcnet.rdma.plugins.module_utils.stack.rdma_stack import memlock_limits, probe_stack
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import PortRoleError, annotate
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import SysfsError, gather_rdma_sysfs
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import facts
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import PortRoleError
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import SysfsError
 from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner
 
 
@@ -416,22 +416,13 @@ def main():
         ),
         supports_check_mode=True,
     )
-    root = module.params["sysfs_root"]
+    params = module.params
     try:
-        facts = gather_rdma_sysfs(
-            root,
-            gather_counters=module.params["gather_counters"],
-            gather_all_netdevs=module.params["gather_all_netdevs"],
-        )
+        rdma = facts.read(params["sysfs_root"], params["port_roles"], params["fabrics"], params["management_netdevs"],
+                          gather_counters=params["gather_counters"], gather_all_netdevs=params["gather_all_netdevs"])
     except SysfsError as exc:
         module.fail_json(msg="rdma_facts: %s" % exc, path=exc.path, changed=False)
-    rdma = {"sysfs_root": root}
-    rdma.update(facts)
-    try:
-        management = module.params["management_netdevs"]
-        annotate(rdma, module.params["port_roles"], module.params["fabrics"],
-                 default_route_netdevs(root) if management is None else management)
-    except (PortRoleError, ManagementLinkError) as exc:
+    except PortRoleError as exc:
         module.fail_json(msg="rdma_facts: %s" % exc, changed=False)
     rdma["memlock"] = memlock_limits()
     rdma["stack"] = probe_stack(ModuleRunner(module)) if module.params["gather_stack"] else None

@@ -20,10 +20,10 @@ import time
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health import exposition, expected, install, report, thresholds
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health.cli import read_text
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health.health_check import HealthError, run
-from ansible_collections.hpcnet.rdma.plugins.module_utils.host.management_link import (
-    ManagementLinkError, default_route_netdevs)
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import PortRoleError, annotate
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import SysfsError, gather_rdma_sysfs
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import facts
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import PortRoleError
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import SysfsError
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.routes import default_route_netdevs
 
 
 class DeployError(Exception):
@@ -85,15 +85,11 @@ def textfile_dir(params):
 
 
 def _facts(params):
-    root = params["sysfs_root"]
     try:
-        rdma = dict(gather_rdma_sysfs(root), sysfs_root=root)
-        management = params.get("management_netdevs")
-        annotate(rdma, params.get("port_roles"), params.get("fabrics") or [params["group"]],
-                 default_route_netdevs(root) if management is None else management)
-    except (SysfsError, PortRoleError, ManagementLinkError) as exc:
+        return facts.read(params["sysfs_root"], params.get("port_roles"), params.get("fabrics") or [params["group"]],
+                          params.get("management_netdevs"))
+    except (SysfsError, PortRoleError) as exc:
         raise DeployError("reading the RDMA facts: %s" % exc)
-    return rdma
 
 
 def deploy(params, runner, check_mode):

@@ -19,8 +19,8 @@ __metaclass__ = type
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health import counter_window
 from ansible_collections.hpcnet.rdma.plugins.module_utils.qos.roce_qos import Port, QosError
 from ansible_collections.hpcnet.rdma.plugins.module_utils.stack.rdma_stack import memlock_limits
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import gather_rdma_sysfs, natural_key
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import facts as rdma_facts, port_roles
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import rdma_counters
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.rdma_verify import verify
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_fabric import VerifyInputError, finding
@@ -135,21 +135,24 @@ def run(doc, runner, now, previous=None, nccl_text=None, own_limits=True, tools=
     sminfo (``ethtool -S`` is the one process per RoCE netdev; trust, the DSCP map and the SM wait for a full check).
     Returns {ok, findings, checks, ports, snapshot, notes}; raises HealthError when the host cannot be read."""
     root = doc["sysfs_root"]
+    found = {}
+
+    def present_entries(rdma):
+        found["ports"], entries, found["findings"] = current_ports(doc, rdma)
+        return entries
     try:
-        facts = gather_rdma_sysfs(root, gather_counters=True)
-    except Exception as exc:  # SysfsError and what a vanished file raises mid-read
-        raise HealthError("reading %s: %s" % (root, exc))
-    rdma = dict(facts, sysfs_root=root)
-    ports, entries, findings = current_ports(doc, rdma)
-    try:
-        port_roles.annotate(rdma, entries, doc["fabrics"], doc["management_netdevs"])
+        rdma = rdma_facts.read(root, present_entries, doc["fabrics"], doc["management_netdevs"],
+                               gather_counters=True)
     except port_roles.PortRoleError as exc:
         raise HealthError("the expected state's port roles do not fit this host: %s" % exc)
+    except Exception as exc:  # SysfsError and what a vanished file raises mid-read
+        raise HealthError("reading %s: %s" % (root, exc))
+    ports, findings = found["ports"], found["findings"]
     own_limits = own_limits and doc["expect"]["memlock"] is not None
     rdma["memlock"] = memlock_limits() if own_limits else {"soft": None, "hard": None}
     host = doc["host"]
     entry = {"group": doc["group"], "rdma": rdma, "expect": _expect_now(doc, ports),
-             "roce_qos": _qos_drift(runner, root, facts, doc["roce_qos"], tools) if doc["roce_qos"] else None,
+             "roce_qos": _qos_drift(runner, root, rdma, doc["roce_qos"], tools) if doc["roce_qos"] else None,
              "sminfo": _sminfo(runner, rdma) if doc["sm"] and tools else None}
     if ports:
         try:
@@ -160,7 +163,7 @@ def run(doc, runner, now, previous=None, nccl_text=None, own_limits=True, tools=
     # (rdma_require_devices false), which keeps to sockets
     findings.extend(_nccl_findings(doc, rdma, nccl_text))
     checked = dict(("%s/%s" % (p["device"], p["port"]), p) for p in ports)
-    snap = rdma_counters.snapshot(runner, root, devices=sorted(set(p["device"] for p in ports)), facts=facts)
+    snap = rdma_counters.snapshot(runner, root, devices=sorted(set(p["device"] for p in ports)), facts=rdma)
     for key in list(snap["counters"]):
         if key not in checked:
             for part in ("counters", "sources", "ports"):

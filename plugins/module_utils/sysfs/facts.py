@@ -1,14 +1,34 @@
 # -*- coding: utf-8 -*-
 # Copyright: hpcnet.rdma contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the other packages read of ``ansible_facts.rdma`` (what ``gather_rdma_sysfs`` returns) the same way: the link
-layer of each fabric's inventory group, and the ports by name, in device order."""
+"""``ansible_facts.rdma`` read once the one way (``read``: what ``rdma_facts`` returns, what the health role and the
+health check read on the host), and what the other packages read of those facts the same way: the ports by name, in
+device order."""
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import annotate
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import gather_rdma_sysfs, natural_key
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.routes import default_route_netdevs
 
 __metaclass__ = type
+
+
+def read(root="/sys", port_roles=None, fabrics=(), management_netdevs=None, gather_counters=False,
+         gather_all_netdevs=False, proc_root="/proc"):
+    """The RDMA facts of the host under ``root``: ``gather_rdma_sysfs``, ``sysfs_root``, and every port's ``role`` and
+    ``rail`` with ``ports_by_role`` (``port_roles.annotate``).
+
+    ``port_roles``: the ``rdma_port_roles`` entries, or a function of the facts read (before the roles) that returns
+    them (the health check keeps the entries whose ports are still there); ``fabrics``: the host's fabric groups;
+    ``management_netdevs``: the netdevs of the management link, None for those of the default routes and the devices
+    under them. Raises ``SysfsError`` (the host cannot be read) or ``PortRoleError`` (the roles do not fit it)."""
+    rdma = {"sysfs_root": root}
+    rdma.update(gather_rdma_sysfs(root, gather_counters=gather_counters, gather_all_netdevs=gather_all_netdevs))
+    if management_netdevs is None:
+        management_netdevs = default_route_netdevs(root, proc_root)
+    entries = port_roles(rdma) if callable(port_roles) else port_roles
+    return annotate(rdma, entries, fabrics, management_netdevs)
 
 
 def ports(rdma, state=None, by="name"):

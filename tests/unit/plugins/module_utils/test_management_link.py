@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host import management_link as ml
+from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import routes
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import SysfsError
 from simhost import profile, tree  # tests/simhost, on sys.path via tests/unit/conftest.py
 
@@ -232,7 +233,7 @@ def test_reject_routes_and_non_default_routes_are_not_default_routes():
                       "eth0\t00000000\t0100000A\t0002\t0\t0\t0\t00000000\t0\t0\t0",     # not RTF_UP
                       "eth0\t0000000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0",     # 10.0.0.0/24
                       "eth1\t00000000\t00000000\t0001\t0\t0\t5\t00000000\t0\t0\t0"])    # default dev eth1, no gateway
-    assert ml.parse_ipv4_routes(text, "/proc/net/route") == [
+    assert routes.parse_ipv4_routes(text, "/proc/net/route") == [
         {"family": "ipv4", "interface": "eth1", "gateway": None, "metric": 5}]
 
 
@@ -241,13 +242,13 @@ def test_reject_routes_and_non_default_routes_are_not_default_routes():
     (ROUTE_HEADER + "\neth0\tZZ\t0\t0003\t0\t0\t0\t00000000\n", r"/proc/net/route: line 2: destination 'ZZ' is not hexadecimal"),
 ])
 def test_a_malformed_route_file_names_the_file_and_line(text, message):
-    with pytest.raises(ml.ManagementLinkError, match=message):
-        ml.parse_ipv4_routes(text, "/proc/net/route")
+    with pytest.raises(SysfsError, match=message):
+        routes.parse_ipv4_routes(text, "/proc/net/route")
 
 
 def test_a_malformed_ipv6_route_file_names_the_file_and_line():
-    with pytest.raises(ml.ManagementLinkError, match=r"ipv6_route: line 1: expected 10 fields"):
-        ml.parse_ipv6_routes("0000 00 eth0\n", "/proc/net/ipv6_route")
+    with pytest.raises(SysfsError, match=r"ipv6_route: line 1: expected 10 fields"):
+        routes.parse_ipv6_routes("0000 00 eth0\n", "/proc/net/ipv6_route")
 
 
 def test_no_route_files_and_no_address_mean_no_management_interface(host):

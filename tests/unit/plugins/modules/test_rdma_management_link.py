@@ -244,8 +244,8 @@ def test_real_kernel_sysfs_upper_devices_are_walked_as_the_kernel_lays_them_out(
     }
     script = ["mount -t sysfs sysfs /sys"] + NETNS_SETUP + ["(%s) 2>/dev/null || true" % cmd for cmd, _ in kinds.values()]
     code = ("import json, sys; "
-            "from ansible_collections.hpcnet.rdma.plugins.module_utils.host import management_link as ml; "
-            "t = ml.Topology('/sys'); print(json.dumps(dict((n, t.walk(n)[0]) for n in sys.argv[1:] if t.exists(n))))")
+            "from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import routes; "
+            "t = routes.Topology('/sys'); print(json.dumps(dict((n, t.walk(n)[0]) for n in sys.argv[1:] if t.exists(n))))")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     run = subprocess.run(["unshare", "--net", "--mount", "sh", "-ec", " && ".join(script) + ' && exec "$@"', "sh",
                           sys.executable, "-c", code] + list(kinds), env=env, capture_output=True, text=True, check=False,
