@@ -13,6 +13,7 @@ import json
 import re
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import infiniband
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host.nccl_hca import format_hca_list
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.nccl_socket import IFNAME_LIST_RE, socket_ifname_problem
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import GROUP_LINK_LAYER
@@ -196,7 +197,7 @@ def _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_
 
     settings = {}
     if ports:
-        settings["NCCL_IB_HCA"] = ("=" if hca_exact else "") + ",".join("%s:%d" % (p["device"], p["port"]) for p in ports)
+        settings["NCCL_IB_HCA"] = format_hca_list([(p["device"], p["port"]) for p in ports], exact=hca_exact)
     if ports and resolved == "roce":
         indexes = sorted({p["gid_index"] for p in ports})
         if len(indexes) > 1:

@@ -22,6 +22,7 @@ __metaclass__ = type
 import math
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import GDR_MODES
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host.nccl_hca import entry_devices, parse_hca_list
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.perftest_rounds import pair_errors
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
@@ -174,21 +175,16 @@ def nccl_conf(text):
     return settings
 
 
-def _hca_entries(value):
-    """NCCL_IB_HCA -> (exclude, exact, [(hca, port or None)]), NCCL's grammar: ``^`` excludes, ``=`` exact names."""
-    value = (value or "").strip()
-    exclude = value.startswith("^")
-    value = value.lstrip("^")
-    exact = value.startswith("=")
-    value = value.lstrip("=")
-    entries = []
-    for item in value.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        name, port = item.partition(":")[0::2]
-        entries.append((name, int(port) if port.isdigit() else None))
-    return exclude, exact, entries
+def _hca_ports(value, devices):
+    """NCCL_IB_HCA -> (exclude, [(device, port or None)]): each entry as the devices of this host it selects (NCCL's
+    grammar, ``host.nccl_hca``: a name without ``=`` is a prefix), or as written when it selects none."""
+    exclude, exact, entries = parse_hca_list(value)
+    out = []
+    for name, number in entries:
+        for device in entry_devices(name, exact, devices) or [name]:
+            if (device, number) not in out:
+                out.append((device, number))
+    return exclude, out
 
 
 def nccl_conf_findings(host, settings, rdma, path="/etc/nccl.conf", fabrics=None):
@@ -197,7 +193,7 @@ def nccl_conf_findings(host, settings, rdma, path="/etc/nccl.conf", fabrics=None
     ``fabrics``: the host's groups (the default roles of facts read without them)."""
     findings = []
     devices = (rdma or {}).get("devices") or {}
-    exclude, entries = _hca_entries(settings.get("NCCL_IB_HCA"))[0::2]
+    exclude, entries = _hca_ports(settings.get("NCCL_IB_HCA"), devices)
     listed = []
     if not exclude:
         for name, number in entries:
