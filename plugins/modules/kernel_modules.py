@@ -62,23 +62,16 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host import kernel_modules as km
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner import files
 from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner
 
 HEADER = ["Managed by hpcnet.rdma: kernel modules loaded at every boot (systemd-modules-load)."]
 
 
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
 def run(module):
     params = module.params
     root, names, load_file = params["sysfs_root"], params["names"], params["load_file"]
-    current = _read(load_file) if load_file else None
+    current = files.current(load_file) if load_file else None
     to_load, new_text = km.plan(root, names, load_file, HEADER, current)
     modprobe = module.get_bin_path("modprobe", required=True) if to_load else None
     runner = ModuleRunner(module)
@@ -94,23 +87,12 @@ def run(module):
             raise km.KernelModuleError("modprobe succeeded, but %s is not loaded (no %s)" % (
                 ", ".join(missing), ", ".join(os.path.join(root, "module", km.sysfs_name(n)) for n in missing)))
         if new_text is not None:
-            parent = os.path.dirname(load_file)
-            if not os.path.isdir(parent):
-                os.makedirs(parent, 0o755)
-            module.atomic_move(_tmp(module, new_text), load_file)
-            os.chmod(load_file, 0o644)
+            files.write_text(load_file, new_text)
     changed = bool(to_load) or new_text is not None
     return {"changed": changed, "commands": ["modprobe %s" % name for name in to_load],
             "loaded": [n for n in names if module.check_mode and km.loaded(root, n) or not module.check_mode],
             "diff": {"before": {"loaded": [n for n in names if n not in to_load], "load_file": current or ""},
                      "after": {"loaded": list(names), "load_file": new_text if new_text is not None else current or ""}}}
-
-
-def _tmp(module, text):
-    path = os.path.join(module.tmpdir, "modules-load.conf")
-    with open(path, "w") as handle:
-        handle.write(text)
-    return path
 
 
 def main():

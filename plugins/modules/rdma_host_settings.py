@@ -130,12 +130,12 @@ commands:
   sample: ["modprobe rdma_ucm"]
 '''
 
-import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.rdma_host_apply import HostSettings, HostSettingsFailure
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner import files
 from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import ModuleRunner
 
 ARGUMENT_SPEC = dict(
@@ -158,21 +158,8 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def _writer(module):
-    def write(path, text):
-        parent = os.path.dirname(path)
-        if not os.path.isdir(parent):
-            os.makedirs(parent, 0o755)
-        tmp = os.path.join(module.tmpdir, os.path.basename(path))
-        with open(tmp, "w") as handle:
-            handle.write(text)
-        module.atomic_move(tmp, path)
-        os.chmod(path, 0o644)
-    return write
-
-
 def run(module):
-    host = HostSettings(module.params, ModuleRunner(module), _writer(module))
+    host = HostSettings(module.params, ModuleRunner(module), files.write_text)
     plan = host.plan()  # reads only: bad input and a module modprobe cannot find fail here
     try:
         if not module.check_mode:

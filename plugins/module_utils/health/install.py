@@ -9,7 +9,8 @@ Pure Python (no Ansible imports).
   module_utils and the few ``ansible.module_utils`` files they import), the launcher ``sbin/hpcnet-rdma-health`` and
   Slurm's ``sbin/hpcnet-rdma-health-slurm`` (``--slurm --quiet``: a HealthCheckProgram takes no arguments);
 - ``units(...)``: the systemd service and timer that write the metrics;
-- ``plan(files)`` / ``write(plan)``: which files differ from what is on disk, and writing them atomically.
+- ``plan(files)`` / ``prepare`` / ``write(plan)``: which files differ from what is on disk, and writing them
+  atomically: the collection's one file writer, ``runner.files``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,9 +20,12 @@ __metaclass__ = type
 import ast
 import os
 import sys
-import tempfile
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health import cli
+from ansible_collections.hpcnet.rdma.plugins.module_utils.runner import files
+
+# the files computed here are written the collection's one way (runner.files)
+plan, prepare, write = files.plan, files.prepare, files.write
 
 COLLECTION = "ansible_collections.hpcnet.rdma.plugins.module_utils"
 # the program's entry point: what it imports is what it runs
@@ -146,66 +150,3 @@ AccuracySec=1
 WantedBy=timers.target
 """.format(interval=interval)
     return {os.path.join(unit_dir, SERVICE): (service, 0o644), os.path.join(unit_dir, TIMER): (timer, 0o644)}
-
-
-def _current(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
-def _mode(path):
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except OSError:
-        return None
-
-
-def plan(files, shown=(), removed=()):
-    """[(path, text, mode)] of the files whose content or mode differs from what is on disk, and the diff: the whole
-    text of the files in ``shown`` (the expected state), one line per other file and per file ``removed``."""
-    out, before, after = [], [], []
-    for path in removed:
-        before.append("%s: present\n" % path)
-        after.append("%s: absent\n" % path)
-    for path in sorted(files):
-        text, mode = files[path]
-        now = _current(path)
-        if now != text or _mode(path) != mode:
-            out.append((path, text, mode))
-            if path in shown:
-                before.append("# %s\n%s" % (path, now or ""))
-                after.append("# %s (mode %04o)\n%s" % (path, mode, text))
-            else:
-                before.append("%s: %s\n" % (path, "absent" if now is None else "%d bytes, mode %04o" % (
-                    len(now), _mode(path) or 0)))
-                after.append("%s: %d bytes, mode %04o\n" % (path, len(text), mode))
-    return out, {"before": "".join(before), "after": "".join(after)}
-
-
-def prepare(changes):
-    """Make every directory the files go to, and check each can be written, before any file is (OSError)."""
-    for directory in sorted(set(os.path.dirname(path) for path, _text, _mode in changes)):
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        if not os.access(directory, os.W_OK):
-            raise OSError(13, "Permission denied", directory)
-
-
-def write(changes, removed=()):
-    """Remove ``removed``, write each change atomically (a temporary file renamed), after ``prepare``."""
-    for path in removed:
-        os.unlink(path)
-    for path, text, mode in changes:
-        fd, tmp = tempfile.mkstemp(prefix=".hpcnet.", dir=os.path.dirname(path))
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-            os.chmod(tmp, mode)
-            os.rename(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
