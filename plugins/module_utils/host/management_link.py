@@ -160,8 +160,6 @@ def parse_if_inet6(text, path):
     return pairs
 
 
-
-
 def _path_to(parents, name):
     """Interfaces from the management interface down to ``name`` (both included)."""
     chain = [name]

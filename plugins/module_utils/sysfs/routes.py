@@ -60,7 +60,7 @@ def parse_ipv4_routes(text, path):
             continue
         if len(fields) < 8:
             raise SysfsError(path, "line %d: expected 'Iface Destination Gateway Flags RefCnt Use Metric Mask ...', got %r"
-                              % (number, line))
+                             % (number, line))
         iface, dest, gateway, flags, _refcnt, _use, metric, mask = fields[:8]
         dest_v = _hex_int(dest, path, number, "destination")
         mask_v = _hex_int(mask, path, number, "mask")
@@ -91,7 +91,7 @@ def parse_ipv6_routes(text, path):
             continue
         if len(fields) != 10 or len(fields[0]) != 32 or len(fields[4]) != 32:
             raise SysfsError(path, "line %d: expected 10 fields (destination, prefix length, source, prefix length, "
-                              "next hop, metric, refcnt, use, flags, device), got %r" % (number, line))
+                             "next hop, metric, refcnt, use, flags, device), got %r" % (number, line))
         dest, plen, _src, _splen, nexthop, metric, _refcnt, _use, flags, iface = fields
         if _hex_int(dest, path, number, "destination") != 0 or _hex_int(plen, path, number, "prefix length") != 0:
             continue

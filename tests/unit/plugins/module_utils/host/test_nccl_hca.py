@@ -65,8 +65,8 @@ def test_an_entry_selects_devices_in_device_order():
 
 
 def _facts(names, state="ACTIVE"):
-    return {"devices": dict((name, {"ports": {"1": {"link_layer": "InfiniBand", "state": state,
-                                                     "phys_state": "LinkUp", "gids": []}}}) for name in names)}
+    port = {"link_layer": "InfiniBand", "state": state, "phys_state": "LinkUp", "gids": []}
+    return {"devices": dict((name, {"ports": {"1": dict(port)}}) for name in names)}
 
 
 def test_verify_reads_a_prefix_as_nccl_does():
