@@ -217,8 +217,7 @@ class Summariser:
         return p.nvls
 
     def _comm_local_ranks(self):
-        """{(host, communicator identity): the ranks of that communicator shown on that host}, and the ranks of the
-        nccl-tests table by host (the communicator of the test, which has as many ranks as the table)."""
+        """{(host, communicator identity): the ranks of that communicator that the host's processes show}."""
         local = {}
         for p in self.procs:
             if p.host is None:
@@ -239,7 +238,7 @@ class Summariser:
                 continue
             keyed.update(comm.peers)
             local = comm_local.get((p.host, comm.identity()), comm.ranks)
-            if tests and comm.nranks == len(tests):
+            if tests and comm.nranks == len(tests):        # nccl-tests' rank table: its communicator's ranks by host
                 local = local | set(r for r, (host, _pid, _dev) in tests.items() if host == p.host)
             labels.extend('NET/' + name for peer, name in comm.peers if peer in local)
         for peer, name in p.net_peers:
