@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.comms import comm_of_thread, name_comm
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.grammar import _RANK_TAG, _WRAP_MPI, _WRAP_SLURM
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.network import (
     REPLAY_NET, REPLAY_NVLS, _IB_UNAVAILABLE, _NOTHING_NEW, _assigned, _bootstrap, _gdr, _ib_failed, _ib_probe_23,
@@ -75,47 +76,6 @@ class Proc:
         self.own_ranks.add(rank)
         if self.nranks is None or nranks > self.nranks:
             self.nranks = nranks
-
-
-MAX_COMMS = 1024        # communicators kept per process (a job that creates more: the rest count as one, unkeyed)
-
-
-class Comm:
-    """One communicator as one process printed it.  Ranks are per communicator (``ncclCommSplit`` /
-    ``ncclCommShrink`` renumber them), so the ranks a connection line names are read in the communicator of the thread
-    that printed it: ``ranks`` this process's and its node's ranks that lines of this communicator show, ``peers``
-    (peer rank, network) of its network connections.  ``comm_id`` (``commId 0x..``, 2.19+), or ``function``, ``color``
-    and ``child_count`` of a split / shrink, tell the same communicator in another process (its pointer differs)."""
-
-    __slots__ = ('ptr', 'rank', 'nranks', 'nnodes', 'local_ranks', 'comm_id', 'function', 'parent', 'color',
-                 'child_count', 'ranks', 'peers')
-
-    def __init__(self, ptr):
-        self.ptr = ptr
-        self.rank = self.nranks = self.nnodes = self.local_ranks = self.comm_id = self.function = None
-        self.parent = self.color = self.child_count = None
-        self.ranks, self.peers = set(), set()
-
-    def identity(self):
-        """What the same communicator has in common in every process that printed it."""
-        if self.comm_id and int(self.comm_id, 16):
-            return ('id', self.comm_id)
-        if self.color is not None:
-            return ('split', self.function, self.nranks, self.color, self.child_count)
-        return ('size', self.nranks)
-
-    def public(self, proc):
-        out = {'host': proc.host, 'pid': proc.pid, 'comm': self.ptr, 'rank': self.rank, 'nranks': self.nranks}
-        for key in ('nnodes', 'local_ranks', 'comm_id', 'function', 'parent'):
-            val = getattr(self, key)
-            if val is not None:
-                out[key] = val
-        return out
-
-
-def comm_of_thread(an, proc):
-    """The communicator the thread of the line being read last named, or None."""
-    return proc.tid_comm.get(an.tid) if proc.tid_comm else None
 
 
 # ---------------------------------------------------------------- INFO messages
@@ -207,7 +167,7 @@ def _hop(an, proc, mh, lineno, raw):
             an.note('gdr', lineno, raw)
         if src != dst and mh.group(4) is not None and mh.group(4) == mh.group(6) and len(proc.net_same_gpu) < 64:
             proc.net_same_gpu.add(dst if side == 'send' else src)
-        comm = comm_of_thread(an, proc)
+        comm = comm_of_thread(proc, an.tid)
         if side == 'send':
             proc.own_ranks.add(src)
             proc.net_peers.add((dst, name))
@@ -232,7 +192,7 @@ def _hop(an, proc, mh, lineno, raw):
         proc.nvls = True
     proc.own_ranks.add(src)
     proc.own_ranks.add(dst)
-    comm = comm_of_thread(an, proc)
+    comm = comm_of_thread(proc, an.tid)
     if comm is not None:
         comm.ranks.update((src, dst))
     if label not in proc.intra:
@@ -334,7 +294,7 @@ def _trees(an, proc, msg, lineno, raw):
     """"Trees [0] 1/-1/-1->0->-1 ...": the ranks of this process; a node with two children spans nodes."""
     if not msg.startswith('Trees'):
         return None
-    comm = comm_of_thread(an, proc)
+    comm = comm_of_thread(proc, an.tid)
     for down, me, _up in _TREES.findall(msg):
         proc.own_ranks.add(int(me))
         if comm is not None:
@@ -374,14 +334,6 @@ _NNODES = re.compile(r'\brank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+)')
 _RANK_NRANKS = re.compile(r'\brank (\d+) nranks (\d+)\b')
 
 
-# The communicator a line names: "[Rank 3] ncclCommInitRank comm 0x.. rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId ..
-# commId 0x.. - Init START" (2.19+; "[Rank N] " 2.27+), "ncclCommShrink comm 0x.. rank 1 nranks 2 ... parent 0x..
-# childCount 0 color 0 key 3- Init START" (split / shrink, 2.27+ with childCount), "comm 0x.. rank 6 nRanks 8 nNodes 1
-# localRanks 8 localRank 6 MNNVL 0" (2.19+), "comm 0x.. rank 0 nranks 16 cudaDev 0 busId 1a000 - Init COMPLETE" (older).
-_COMM_NAMED = re.compile(r'(?:^(ncclComm\w*) )?\bcomm (0x[0-9a-fA-F]+) rank (\d+) n[Rr]anks (\d+)')
-_COMM_FIELDS = re.compile(r'\b(commId|parent|color|childCount|localRanks) (-?0x[0-9a-fA-F]+|-?\d+)')
-
-
 def _comm_ranks(an, proc, msg, lineno, raw):
     """A rank of this process and the size of its communicator: "comm 0x.. rank 6 nRanks 8 nNodes 1 localRanks 8 ..."
     (2.1x+, with NCCL's own count of the communicator's nodes) or "ncclCommInitRank comm 0x.. rank 3 nranks 16 ...";
@@ -396,40 +348,8 @@ def _comm_ranks(an, proc, msg, lineno, raw):
         if mn is None:
             return None
     proc.ranks_up_to(int(mn.group(1)), int(mn.group(2)))
-    _name_comm(an, proc, msg, mn)
+    name_comm(proc, an.tid, msg, mn.re is _NNODES and int(mn.group(3)))
     return True
-
-
-def _name_comm(an, proc, msg, mn):
-    """The communicator named by ``msg`` (its rank and size matched by ``mn``), made the thread's current one."""
-    mc = _COMM_NAMED.search(msg)
-    if mc is None:
-        return
-    ptr = mc.group(2)
-    comm = proc.comms.get(ptr)
-    if comm is None:
-        if len(proc.comms) >= MAX_COMMS:
-            proc.tid_comm.pop(an.tid, None)
-            return
-        comm = proc.comms[ptr] = Comm(ptr)
-    comm.rank, comm.nranks = int(mc.group(3)), int(mc.group(4))
-    comm.ranks.add(comm.rank)
-    if mc.group(1):
-        comm.function = mc.group(1)
-    if mn.re is _NNODES:
-        comm.nnodes = int(mn.group(3))
-    for key, val in _COMM_FIELDS.findall(msg[mc.end():]):
-        if key == 'commId':
-            comm.comm_id = val
-        elif key == 'parent':
-            comm.parent = val
-        elif key == 'color':
-            comm.color = int(val)
-        elif key == 'childCount':
-            comm.child_count = int(val)
-        else:
-            comm.local_ranks = int(val)
-    proc.tid_comm[an.tid] = comm
 
 
 # "Rank 1: 0 CollNet devices" (each rank) and "Local CollNet device counts across ranks: min 0 max 0" (rank 0), 2.30.3+;

@@ -203,7 +203,7 @@ class _ChunkScanner:
     def _parse(self, line, lineno, check):
         """Analyse a line that no memo entry replays, and remember what a repeat of it does.  (Communicator lines,
         "ncclCommInit* comm 0x.. rank R nranks N", are never replayed: the communicator they name becomes their
-        thread's, see evidence._name_comm.)"""
+        thread's, see comms.name_comm.)"""
         if check and not _wanted(line):
             return
         self.an.feed_at(line, lineno)
