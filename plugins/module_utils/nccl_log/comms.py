@@ -13,7 +13,12 @@ __metaclass__ = type
 
 import re
 
-MAX_COMMS = 1024        # communicators kept per process (a job that creates more: the rest count as one, unkeyed)
+# Communicators kept in memory, all processes together: past KEEP_ALL, one its thread has left is dropped when no
+# network connection was read in it (only its ranks were kept: another process's NIC loopback in the same
+# communicator is then not recognised); past MAX_COMMS a new one is not followed (its lines count as unkeyed).  A log
+# of thousands of ranks times hundreds of communicators stays in bounded memory.
+KEEP_ALL = 256
+MAX_COMMS = 4096
 
 
 class Comm:
@@ -30,7 +35,27 @@ class Comm:
         self.ptr = ptr
         self.rank = self.nranks = self.nnodes = self.local_ranks = self.comm_id = self.function = None
         self.parent = self.color = self.child_count = None
-        self.ranks, self.peers = set(), set()
+        self.ranks = self.peers = None      # (made when a line adds one: most communicators never need them)
+
+    def add_ranks(self, *ranks):
+        """Ranks of this process or its node that a line of this communicator shows."""
+        if self.ranks is None:
+            self.ranks = set()
+        self.ranks.update(ranks)
+
+    def add_peer(self, own, peer, name):
+        """A network connection of rank ``own`` (this process's) to ``peer`` over network ``name``."""
+        self.add_ranks(own)
+        if self.peers is None:
+            self.peers = set()
+        self.peers.add((peer, name))
+
+    def shown_ranks(self):
+        """This process's rank and the ranks its lines of this communicator show."""
+        shown = set(self.ranks) if self.ranks else set()
+        if self.rank is not None:
+            shown.add(self.rank)
+        return shown
 
     def identity(self):
         """What the same communicator has in common in every process that printed it."""
@@ -63,21 +88,27 @@ _COMM_NAMED = re.compile(r'(?:^(ncclComm\w*) )?\bcomm (0x[0-9a-fA-F]+) rank (\d+
 _COMM_FIELDS = re.compile(r'\b(commId|parent|color|childCount|localRanks) (-?0x[0-9a-fA-F]+|-?\d+)')
 
 
-def name_comm(proc, tid, msg, nnodes):
+def name_comm(kept, proc, tid, msg, nnodes):
     """The communicator named by ``msg`` (a line of thread ``tid`` of ``proc`` that gives a rank and a size; ``nnodes``
-    NCCL's node count when the line has it), made the thread's current one."""
+    NCCL's node count when the line has it), made the thread's current one.  ``kept``: a one-element list, the number
+    of communicators kept by all processes."""
     mc = _COMM_NAMED.search(msg)
     if mc is None:
         return
     ptr = mc.group(2)
     comm = proc.comms.get(ptr)
+    old = proc.tid_comm.get(tid) if proc.tid_comm else None
+    if old is not None and old is not comm and old.peers is None and kept[0] > KEEP_ALL \
+            and sum(1 for c in proc.tid_comm.values() if c is old) == 1:
+        del proc.comms[old.ptr]         # left by its thread, no network connection read in it: see KEEP_ALL
+        kept[0] -= 1
     if comm is None:
-        if len(proc.comms) >= MAX_COMMS:
+        if kept[0] >= MAX_COMMS:
             proc.tid_comm.pop(tid, None)
             return
         comm = proc.comms[ptr] = Comm(ptr)
+        kept[0] += 1
     comm.rank, comm.nranks = int(mc.group(3)), int(mc.group(4))
-    comm.ranks.add(comm.rank)
     if mc.group(1):
         comm.function = mc.group(1)
     if nnodes:

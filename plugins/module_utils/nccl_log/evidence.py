@@ -172,14 +172,12 @@ def _hop(an, proc, mh, lineno, raw):
             proc.own_ranks.add(src)
             proc.net_peers.add((dst, name))
             if comm is not None:
-                comm.ranks.add(src)
-                comm.peers.add((dst, name))
+                comm.add_peer(src, dst, name)
         elif side == 'receive':
             proc.own_ranks.add(dst)
             proc.net_peers.add((src, name))
             if comm is not None:
-                comm.ranks.add(dst)
-                comm.peers.add((src, name))
+                comm.add_peer(dst, src, name)
         return REPLAY_NET, name
     if via.startswith('COLLNET'):
         proc.collnet = True
@@ -194,7 +192,7 @@ def _hop(an, proc, mh, lineno, raw):
     proc.own_ranks.add(dst)
     comm = comm_of_thread(proc, an.tid)
     if comm is not None:
-        comm.ranks.update((src, dst))
+        comm.add_ranks(src, dst)
     if label not in proc.intra:
         proc.intra[label] = lineno
         an.note('intra', lineno, raw)
@@ -298,7 +296,7 @@ def _trees(an, proc, msg, lineno, raw):
     for down, me, _up in _TREES.findall(msg):
         proc.own_ranks.add(int(me))
         if comm is not None:
-            comm.ranks.add(int(me))
+            comm.add_ranks(int(me))
         kids = [d for d in down.split('/') if d and not d.startswith('-')]
         if len(kids) >= 2:
             proc.tree_internode = True
@@ -348,7 +346,7 @@ def _comm_ranks(an, proc, msg, lineno, raw):
         if mn is None:
             return None
     proc.ranks_up_to(int(mn.group(1)), int(mn.group(2)))
-    name_comm(proc, an.tid, msg, mn.re is _NNODES and int(mn.group(3)))
+    name_comm(an.comms_kept, proc, an.tid, msg, mn.re is _NNODES and int(mn.group(3)))
     return True
 
 

@@ -223,7 +223,7 @@ class Summariser:
             if p.host is None:
                 continue
             for comm in p.comms.values():
-                local.setdefault((p.host, comm.identity()), set()).update(comm.ranks)
+                local.setdefault((p.host, comm.identity()), set()).update(comm.shown_ranks())
         return local
 
     def _net_loopback(self, p, host_local, comm_local):
@@ -237,7 +237,7 @@ class Summariser:
             if not comm.peers:
                 continue
             keyed.update(comm.peers)
-            local = comm_local.get((p.host, comm.identity()), comm.ranks)
+            local = comm_local.get((p.host, comm.identity()), comm.shown_ranks())
             if tests and comm.nranks == len(tests):        # nccl-tests' rank table: its communicator's ranks by host
                 local = local | set(r for r, (host, _pid, _dev) in tests.items() if host == p.host)
             labels.extend('NET/' + name for peer, name in comm.peers if peer in local)

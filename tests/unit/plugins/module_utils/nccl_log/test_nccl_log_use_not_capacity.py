@@ -185,3 +185,14 @@ def test_real_excerpts_communicators_and_plugin_use(log, key):
 def test_the_new_excerpts_are_there():
     names = [log.stem for log, _key in EXTRA]
     assert any(n.startswith("44-") for n in names) and any(n.startswith("45-") for n in names)
+
+
+def test_communicators_kept_in_memory_are_bounded():
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import NcclLogAnalyzer
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.comms import KEEP_ALL
+    an = NcclLogAnalyzer()
+    for n in range(KEEP_ALL * 3):
+        an.feed(P + "ncclCommInitRank comm 0x%x rank 0 nranks 2 cudaDev 0 busId 1000 commId 0x%x - Init START" % (n + 1, n + 1))
+        an.feed(P + "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read")
+    kept = sum(len(p.comms) for p in an.procs.values())
+    assert kept <= KEEP_ALL + 1 and len(an.result()["communicators"]) == min(kept, 256)
