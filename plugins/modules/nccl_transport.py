@@ -181,12 +181,18 @@ gdr:
   returned: always
   type: bool
 collnet:
-  description: CollNet (SHARP) connections seen; false on C(0 collnet channels); null without evidence.
+  description: "CollNet (SHARP) connections seen (C(CollNet NN/C : r [send] via COLLNET/...), C(Connected CollNet));
+    false on C(0 collnet channels), C(Rank N: 0 CollNet devices) (2.30.3+), C(Local CollNet device counts across
+    ranks ... max 0) or C(... disabling CollNet); null without evidence."
   returned: always
   type: bool
 nvls:
-  description: NVLink SHARP (NVLS) in use (C(NVLS comm), C(Connected NVLS), non-zero C(nvls channels)); false on
-    C(0 nvls channels) or C(NVLS multicast support is not available); null without evidence.
+  description:
+    - NVLink SHARP (NVLS) in use - its buffers set up (C(NVLS comm 0x.. headRank ...)) or its tree connected
+      (C(Connected NVLS tree)).
+    - False on C(0 nvls channels), C(NVLS multicast support is not available), C(NCCL_NVLS_ENABLE=0), or an
+      C(NCCL_ALGO) that leaves no NVLS algorithm; null otherwise. What only shows NVLS possible (a non-zero
+      C(nvls channels), C(NVLS Head), C(NVLS multicast support is available)) is capacity, not use, and stays null.
   returned: always
   type: bool
 intra_node:
@@ -260,9 +266,22 @@ hosts:
   type: list
   elements: str
 ranks:
-  description: Communicator size (largest C(nranks) seen), or null.
+  description: Communicator size (largest C(nranks) seen), or null. See RV(communicators) for each communicator.
   returned: always
   type: int
+communicators:
+  description:
+    - Each communicator each process printed (C(ncclCommInitRank|ncclCommSplit|ncclCommShrink comm 0x.. rank R
+      nranks N ...), C(comm 0x.. rank R nRanks N nNodes M ...)), in the order seen, at most 256. Ranks are per
+      communicator; a split or shrink renumbers them.
+    - Each has C(host), C(pid), C(comm) (the pointer, per process), C(rank), C(nranks) and, when printed, C(nnodes),
+      C(local_ranks), C(comm_id), C(function) (the call that made it) and C(parent) (the parent communicator of a
+      split or shrink).
+    - Ranks that ran alone (a launcher that did not wire them together) show as communicators of C(nranks) 1.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{host: node01, pid: 4711, comm: "0x55d0c2a0", rank: 0, nranks: 16, nnodes: 2, function: ncclCommInitRank}]
 gid:
   description: GID used per HCA port from the QP trace line (C(GID <index> (<prefix>/<id>))) with its kind
     (link-local, ipv4-mapped, global).
@@ -270,7 +289,13 @@ gid:
   type: list
   elements: dict
 plugin:
-  description: External net plugin information (name, API version, library, collnet plugin, usable), or null.
+  description:
+    - External net plugin information, or null - C(name) and C(api) as the loader printed them (C(NET/Plugin
+      Loaded net plugin X (vN))), C(loaded), C(p2p_name) (C(P2P plugin X)), C(library), C(collnet_plugin).
+    - C(usable) is true when a network NCCL selected or connected through (C(Using network X), C(Assigned NET plugin
+      X to comm), C(via NET/X/)) is not one of NCCL's own (C(IB), C(Socket)) - the plugin carried the traffic, even
+      under another name than it loaded with (HPC-X loads as C(NCCL RDMA Plugin v8) and runs as C(IBext_v8)); false
+      when only built-in networks were selected (loaded, then not used); absent when no network shows.
   returned: always
   type: dict
 busbw:

@@ -42,6 +42,7 @@ class NcclLogAnalyzer:
         self.in_table = False
         self.evidence = {}
         self.nccl_lines = 0
+        self.comms_kept = [0]       # communicators kept by all processes (comms.name_comm bounds them)
         self.parse_errors = 0
         self._linked = None
 

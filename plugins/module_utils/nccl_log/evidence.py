@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.comms import comm_of_thread, name_comm
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.grammar import _RANK_TAG, _WRAP_MPI, _WRAP_SLURM
 from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log.network import (
     REPLAY_NET, REPLAY_NVLS, _IB_UNAVAILABLE, _NOTHING_NEW, _assigned, _bootstrap, _gdr, _ib_failed, _ib_probe_23,
@@ -41,7 +42,10 @@ class Proc:
     (rank or None, True/False) of the topology's GPU / NIC verdicts; ``dmabuf``: "DMA-BUF is available on GPU device N"
     (GDR without nvidia_peermem, 2.13+).  ``net_same_gpu``: peers of network hops between two GPUs printing the same
     busId / NVML index.  ``socket_warn``: (errors key, line) of this process's last WARN classified as bootstrap.
-    ``chain``: the open return-code chains (see ``_chain``).
+    ``chain``: the open return-code chains (see ``_chain``).  ``comms``: the communicators this process printed, by comm
+    pointer (``Comm``); ``tid_comm``: the communicator each thread last named (its connection lines belong to it).
+    ``nvls`` is use (an NVLS buffer set up or an NVLS tree connected), ``nvls_capacity`` the first line that only shows
+    NVLS possible (non-zero ``nvls channels``, ``NVLS Head``, ``NVLS multicast support is available``).
     """
 
     __slots__ = ('key', 'host', 'pid', 'devs', 'versions', 'selected', 'hop_nets', 'hop_line',
@@ -51,7 +55,7 @@ class Proc:
                  'ifaces', 'eras', 'gids', 'chain', 'tree_internode', 'loopback_bootstrap', 'socket_ifaces',
                  'ib_datapath_line', 'net_code', 'comm_nodes', 'ofi_modern', 'net_same_gpu',
                  'socket_warn', 'gdr_no_module', 'dmabuf', 'gdr_verdict', 'gdr_topo',
-                 'socket_datapath_line')
+                 'socket_datapath_line', 'comms', 'tid_comm', 'nvls_capacity')
 
     def __init__(self, key, host, pid):
         self.key, self.host, self.pid = key, host, pid
@@ -59,12 +63,12 @@ class Proc:
         self.ib_datapath_line = self.socket_datapath_line = self.gdr_no_module = None
         self.selected = self.ofi_provider = self.plugin_loaded = self.p2p_plugin = self.plugin_path = None
         self.collnet_plugin = self.nranks = self.chain = self.net_code = self.socket_warn = None
-        self.nvls = self.collnet = self.gdr_verdict = None       # (None: the log does not say)
+        self.nvls = self.collnet = self.gdr_verdict = self.nvls_capacity = None       # (None: the log does not say)
         self.bootstrap = self.ofi = self.ofi_modern = False
         self.dmabuf = self.tree_internode = self.loopback_bootstrap = False
         self.devs, self.versions, self.own_ranks, self.net_peers, self.net_same_gpu, self.ib_dev_keys = (
             set(), set(), set(), set(), set(), set())
-        self.hop_nets, self.intra, self.env, self.ifaces, self.gids = {}, {}, {}, {}, {}
+        self.hop_nets, self.intra, self.env, self.ifaces, self.gids, self.comms, self.tid_comm = {}, {}, {}, {}, {}, {}, {}
         self.ib_devices, self.eras, self.socket_ifaces, self.comm_nodes, self.gdr_topo = [], [], [], [], []
 
     def ranks_up_to(self, rank, nranks):
@@ -163,12 +167,17 @@ def _hop(an, proc, mh, lineno, raw):
             an.note('gdr', lineno, raw)
         if src != dst and mh.group(4) is not None and mh.group(4) == mh.group(6) and len(proc.net_same_gpu) < 64:
             proc.net_same_gpu.add(dst if side == 'send' else src)
+        comm = comm_of_thread(proc, an.tid)
         if side == 'send':
             proc.own_ranks.add(src)
             proc.net_peers.add((dst, name))
+            if comm is not None:
+                comm.add_peer(src, dst, name)
         elif side == 'receive':
             proc.own_ranks.add(dst)
             proc.net_peers.add((src, name))
+            if comm is not None:
+                comm.add_peer(dst, src, name)
         return REPLAY_NET, name
     if via.startswith('COLLNET'):
         proc.collnet = True
@@ -181,6 +190,9 @@ def _hop(an, proc, mh, lineno, raw):
         proc.nvls = True
     proc.own_ranks.add(src)
     proc.own_ranks.add(dst)
+    comm = comm_of_thread(proc, an.tid)
+    if comm is not None:
+        comm.add_ranks(src, dst)
     if label not in proc.intra:
         proc.intra[label] = lineno
         an.note('intra', lineno, raw)
@@ -248,21 +260,24 @@ def _env(an, proc, msg, lineno, raw):
     return True
 
 
-# connectNvls prints the NVLS heads / trees only when NVLS is set up: "NVLS Head  0:  0  8 16", "NVLS Trees : ...".
+# graph/connect.cc (connectNvls, 2.18+) prints the NVLS heads / trees of the topology whenever NVLS is supported,
+# before any algorithm is chosen: "NVLS Head  0:  0  8 16", "NVLS Trees : ...".  Capacity, not use.
 _NVLS_TREE = re.compile(r'^NVLS (?:Head\s+\d+:(?:\s+-?\d+)+|Trees? ?:)')
+# transport/nvls.cc: "NVLS comm 0x.. headRank h nHeads n ..." when the NVLS buffers are set up (2.18-2.21 at init,
+# 2.22+ with runtime connect at the first collective that runs an NVLS algorithm).  Use.
 _NVLS_COMM = re.compile(r'^NVLS comm 0x[0-9a-f]+ headRank')
 
 
 def _nvls(an, proc, msg, lineno, raw):
-    """NVLS set-up lines: the communicator uses NVLS, or NVLS is not available."""
+    """NVLS lines: buffers set up (use), the NVLS topology or multicast support (capacity), or NVLS not available."""
     if not msg.startswith('NVLS'):
         return None
     if _NVLS_COMM.match(msg):
         proc.nvls = True
         proc.intra['NVLS'] = proc.intra.get('NVLS') or lineno
         an.note('nvls', lineno, raw)
-    elif _NVLS_TREE.match(msg):
-        proc.nvls = True
+    elif _NVLS_TREE.match(msg) or msg.startswith('NVLS multicast support is available'):
+        proc.nvls_capacity = proc.nvls_capacity or lineno
         an.note('nvls', lineno, raw)
     elif ('not available' in msg or 'not supported' in msg) and proc.nvls is None:
         proc.nvls = False
@@ -277,8 +292,11 @@ def _trees(an, proc, msg, lineno, raw):
     """"Trees [0] 1/-1/-1->0->-1 ...": the ranks of this process; a node with two children spans nodes."""
     if not msg.startswith('Trees'):
         return None
+    comm = comm_of_thread(proc, an.tid)
     for down, me, _up in _TREES.findall(msg):
         proc.own_ranks.add(int(me))
+        if comm is not None:
+            comm.add_ranks(int(me))
         kids = [d for d in down.split('/') if d and not d.startswith('-')]
         if len(kids) >= 2:
             proc.tree_internode = True
@@ -289,7 +307,9 @@ _CHANNEL_SUMMARY = re.compile(r'(\d+) coll channels, (?:(\d+) collnet channels, 
 
 
 def _channel_summary(an, proc, msg, lineno, raw):
-    """"16 coll channels, 0 collnet channels, 0 nvls channels, ...": CollNet and NVLS in use or not."""
+    """"16 coll channels, 0 collnet channels, 0 nvls channels, ..." (init.cc): channels the communicator may use.  Zero
+    says a feature is off; a non-zero count is capacity, not use (NCCL_ALGO may exclude NVLS, and 2.22+ sets NVLS
+    up only when a collective chooses it)."""
     mc = _CHANNEL_SUMMARY.search(msg) if ' channels' in msg else None
     if mc is None:
         return None
@@ -298,7 +318,7 @@ def _channel_summary(an, proc, msg, lineno, raw):
         an.note('collnet', lineno, raw)
     if mc.group(3) is not None:
         if int(mc.group(3)) > 0:
-            proc.nvls = True
+            proc.nvls_capacity = proc.nvls_capacity or lineno
             an.note('nvls', lineno, raw)
             return REPLAY_NVLS, None
         if proc.nvls is None:
@@ -314,9 +334,10 @@ _RANK_NRANKS = re.compile(r'\brank (\d+) nranks (\d+)\b')
 
 def _comm_ranks(an, proc, msg, lineno, raw):
     """A rank of this process and the size of its communicator: "comm 0x.. rank 6 nRanks 8 nNodes 1 localRanks 8 ..."
-    (2.1x+, with NCCL's own count of the communicator's nodes) or "ncclCommInitRank comm 0x.. rank 3 nranks 16 ..."."""
+    (2.1x+, with NCCL's own count of the communicator's nodes) or "ncclCommInitRank comm 0x.. rank 3 nranks 16 ...";
+    the communicator they name becomes the one of the thread that printed them (parsed every time: the pointer
+    differs between communicators)."""
     mn = _NNODES.search(msg) if ' nNodes ' in msg else None
-    replay = True
     if mn is not None:
         proc.comm_nodes.append((int(mn.group(2)), int(mn.group(3))))
         an.note('nodes', lineno, raw)
@@ -324,9 +345,25 @@ def _comm_ranks(an, proc, msg, lineno, raw):
         mn = _RANK_NRANKS.search(msg) if ' nranks ' in msg else None
         if mn is None:
             return None
-        replay = _NOTHING_NEW
     proc.ranks_up_to(int(mn.group(1)), int(mn.group(2)))
-    return replay
+    name_comm(an.comms_kept, proc, an.tid, msg, mn.re is _NNODES and int(mn.group(3)))
+    return True
+
+
+# "Rank 1: 0 CollNet devices" (each rank) and "Local CollNet device counts across ranks: min 0 max 0" (rank 0), 2.30.3+;
+# "Communicator has 1 nodes which is less than CollNet node threshold 2, disabling CollNet" (2.7+).
+_COLLNET_OFF = re.compile(r'^(?:Rank \d+: 0 CollNet devices|Local CollNet device counts across ranks: min \d+ max 0\b|'
+                          r'Communicator has \d+ nodes which is less than CollNet node threshold \d+, disabling CollNet)')
+
+
+def _collnet_off(an, proc, msg, lineno, raw):
+    """NCCL says this communicator has no CollNet: CollNet is not used unless a CollNet connection shows otherwise."""
+    if 'CollNet' not in msg or _COLLNET_OFF.match(msg) is None:
+        return None
+    if proc.collnet is None:
+        proc.collnet = False
+        an.note('collnet', lineno, raw)
+    return _NOTHING_NEW
 
 
 # info's table: the handlers asked for a message, by its first character, in order (the first that reads it wins).
@@ -334,8 +371,9 @@ def _comm_ranks(an, proc, msg, lineno, raw):
 # start with any character.
 _ANY = (_channel_summary, _comm_ranks, _nic_distance)
 _INFO_HANDLERS = {
-    'C': (_channel, _collnet, _in_use, _version_banner) + _ANY,
-    'R': (_channel, _version_banner) + _ANY,
+    'C': (_channel, _collnet, _in_use, _version_banner, _collnet_off) + _ANY,
+    'R': (_channel, _version_banner, _collnet_off) + _ANY,
+    'L': (_version_banner, _collnet_off) + _ANY,
     'G': (_version_banner, _gdr) + _ANY,
     'D': (_version_banner, _in_use) + _ANY,
     'F': (_version_banner, _ib_failed) + _ANY,
@@ -451,6 +489,8 @@ def warn(an, proc, text, msg, lineno, shown):
     if proc.chain is not None and an.tid in proc.chain:
         flush_chain(an, proc, an.tid)
     text = text.strip()
+    if msg.startswith('NET/OFI'):
+        proc.ofi = True     # aws-ofi-nccl's own WARN: the plugin library is loaded in this process
     if _IB_UNAVAILABLE.match(msg):
         ib_unavailable(an, proc, lineno, text)
     elif proc.socket_datapath_line is None and _SOCKET_DATAPATH_WARN.match(text):

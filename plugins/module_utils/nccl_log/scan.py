@@ -58,8 +58,6 @@ _LEAD_SCAN = re.compile(rb'\n[ \t\r\x0b\x0c{0-9]')
 # The common line shape "host:pid:tid [dev] NCCL INFO msg" (ASCII, no surrounding blanks): for it the per-line rules
 # are known exactly, so a repeat of a line already analysed can be replayed without parsing it again.
 _STRICT = re.compile(rb'([A-Za-z0-9_][\w.\-]*):(\d+):\d+ \[-?\d+\] NCCL INFO (\S(?:[^\n]*\S)?)\Z')
-_COMM_INIT = re.compile(rb'ncclCommInit\w* comm 0x[0-9a-f]+ rank (\d+) nranks (\d+) ')
-_STRICT_PREFIX = re.compile(rb'[A-Za-z0-9_][\w.\-]*:\d+:\d+ \[-?\d+\] NCCL INFO \Z')
 _MEMO_MAX = 100000
 
 
@@ -76,7 +74,6 @@ class _ChunkScanner:
     def __init__(self, an):
         self.an = an
         self.memo = {}
-        self.prefixes = {}
 
     def chunk(self, data, base):
         """Analyse the complete lines of ``data`` (no trailing newline); ``base`` lines precede it.  Returns its line count."""
@@ -122,12 +119,12 @@ class _ChunkScanner:
         """``take`` each of ``lines`` in order; ``lineno_of(i)`` gives the number of ``lines[i]`` (asked in increasing i).
 
         Same effect as ``for i, line in enumerate(lines): take(line, lineno_of(i), check)``, computed by runs: a run is
-        a stretch of lines that all repeat memorised lines (``_find``), so no line of it is parsed and the state the
+        a stretch of lines that all repeat memorised lines (the memo), so no line of it is parsed and the state the
         replay conditions read (return-code chains, evidence counts) is constant along it.  A run's replays only add
         counts or set ``selected``, so they are applied per distinct memo entry (``_replay_run``).
         """
         hits = list(map(self.memo.get, lines))
-        find = self._find
+        memo_get = self.memo.get
         index = hits.index
         start = 0       # first line of the pending run
         pos = 0
@@ -137,13 +134,13 @@ class _ChunkScanner:
                 pos = index(None, pos)
             except ValueError:
                 break
-            hit, key = find(lines[pos])     # memorised since the batch lookup, or a comm-init line with a known key
+            hit = memo_get(lines[pos])      # memorised since the batch lookup
             if hit is not None:
                 hits[pos] = hit
             else:
                 if start < pos:
                     self._replay_run(hits, lines, start, pos, lineno_of)
-                self._parse(lines[pos], lineno_of(pos), check, key)
+                self._parse(lines[pos], lineno_of(pos), check)
                 start = pos + 1
             pos += 1
         if start < end:
@@ -153,11 +150,11 @@ class _ChunkScanner:
         """Analyse one selected ``line`` (bytes, no newline) numbered ``lineno``; replay it when it repeats a memorised line.
 
         ``check``: apply the exact selection rule (``_wanted``) first, for lines a superset filter (grep) passed.  A
-        memorised line or comm-init key always passed that rule when it was first seen, so only new lines are checked.
+        memorised line always passed that rule when it was first seen, so only new lines are checked.
         """
-        hit, key = self._find(line)
+        hit = self.memo.get(line)
         if hit is None:
-            self._parse(line, lineno, check, key)
+            self._parse(line, lineno, check)
         elif not self._replay(hit):
             self.an.feed_at(line, lineno)
 
@@ -203,50 +200,17 @@ class _ChunkScanner:
             proc.selected = value
         return True
 
-    def _find(self, line):
-        """The memo entry that replays ``line`` or None, and the comm-init key of ``line`` when it has one (no side
-        effect)."""
-        hit = self.memo.get(line)
-        if hit is None:
-            key = self._comm_key(line)
-            if key is not None:
-                return self.memo.get(key), key
-        return hit, None
-
-    def _comm_key(self, line):
-        """Memo key of an ``ncclCommInit* comm 0x.. rank R nranks N`` strict INFO line: its prefix, R and N (the comm
-        pointer and id differ between communicators, the replay does not depend on them).  None for other lines.
-
-        Same test as ``_STRICT.match(line)`` + ``_COMM_INIT.match`` of its message, with the prefix check cached: the
-        host part has no blank, so the prefix ends at the first " NCCL INFO "."""
-        idx = line.find(b' NCCL INFO ')
-        if idx < 0 or not line.startswith(b'ncclCommInit', idx + 11):
-            return None
-        prefix = line[:idx + 11]
-        ok = self.prefixes.get(prefix)
-        if ok is None:
-            if len(self.prefixes) >= _MEMO_MAX:
-                self.prefixes.clear()
-            ok = self.prefixes[prefix] = _STRICT_PREFIX.match(prefix) is not None
-        msg = line[idx + 11:]
-        if not ok or msg[-1:].isspace() or b'\n' in msg or b'CCL version' in line or b' channels' in line \
-                or not _replayable(line):
-            return None
-        mi = _COMM_INIT.match(msg)
-        return None if mi is None else b'\x00%s\x00%s\x00%s' % (prefix, mi.group(1), mi.group(2))
-
-    def _parse(self, line, lineno, check, key):
-        """Analyse a line that no memo entry replays, and remember what a repeat of it does (under its comm-init ``key``
-        when it has one: _COMM_INIT matched " nranks ", so the line is one analyze_file selects)."""
-        if key is None:
-            if check and not _wanted(line):
-                return
-            key = line
+    def _parse(self, line, lineno, check):
+        """Analyse a line that no memo entry replays, and remember what a repeat of it does.  (Communicator lines,
+        "ncclCommInit* comm 0x.. rank R nranks N", are never replayed: the communicator they name becomes their
+        thread's, see comms.name_comm.)"""
+        if check and not _wanted(line):
+            return
         self.an.feed_at(line, lineno)
-        self._remember(key, line)
+        self._remember(line)
 
-    def _remember(self, key, line):
-        """Memorise, under ``key``, how to replay a repeat of ``line`` (just parsed): when the parser read it as a strict
+    def _remember(self, line):
+        """Memorise how to replay a repeat of ``line`` (just parsed): when the parser read it as a strict
         INFO line of a process of its own prefix and the handler that read it said how (``an.inner``)."""
         inner = self.an.inner
         if inner is None or b'](' in line or not _replayable(line):
@@ -257,7 +221,7 @@ class _ChunkScanner:
             return      # the host was mapped (_known_host): a later process may change that mapping
         if len(self.memo) >= _MEMO_MAX:
             self.memo.clear()
-        self.memo[key] = (proc, replay[0], replay[1])
+        self.memo[line] = (proc, replay[0], replay[1])
 
 
 # The same rule as a POSIX ERE for GNU grep in the C locale, where [[:space:]] is Python's bytes \s (space, \t, \n,

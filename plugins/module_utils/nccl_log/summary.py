@@ -99,7 +99,7 @@ class Summariser:
                 'ib_devices': [_pub_dev(d) for d in p.ib_devices],
                 'gdr': _proc_gdr(p),
                 'collnet': p.collnet,
-                'nvls': p.nvls,
+                'nvls': self._proc_nvls(p),
                 'intra_node': list(p.intra),
                 'ranks': sorted(p.own_ranks)[:64],
                 'env': dict(p.env),
@@ -147,6 +147,7 @@ class Summariser:
 
         intra = []
         multi_node, machines = self._multi_node(host_ranks, host_devs, host_procs)
+        comm_local = self._comm_local_ranks()
         for p in self.procs:
             for label in p.intra:
                 if label not in intra:
@@ -155,12 +156,9 @@ class Summariser:
             # process prefix: they may come from several machines.)
             if p.host is None:
                 continue
-            local = host_ranks.get(p.host, set())
-            for peer, name in p.net_peers:
-                if peer in local or peer in p.own_ranks:
-                    label = 'NET/' + name
-                    if label not in intra:
-                        intra.append(label)
+            for label in self._net_loopback(p, host_ranks.get(p.host, set()), comm_local):
+                if label not in intra:
+                    intra.append(label)
 
         env = dict(an.env)
         ib_disabled = env.get('NCCL_IB_DISABLE') == '1'
@@ -192,6 +190,7 @@ class Summariser:
             'machines': machines,
             'processes': len([p for p in self.procs if p.host]),
             'ranks': self._nranks(),
+            'communicators': self._communicators(),
             'plugin': self._plugin(),
             'gid': self._gids(),
             'busbw': self._busbw(),
@@ -208,6 +207,56 @@ class Summariser:
         return result
 
     # -- helpers
+    def _proc_nvls(self, p):
+        """NVLS of one process: false when NCCL_ALGO leaves no NVLS algorithm (2.18-2.21 set NVLS buffers up at init
+        even then; no collective runs on them), else used when a buffer was set up or a tree connected, else false
+        when NCCL said it is off, else null (capacity alone - channels, heads - is not use)."""
+        algo = p.env.get('NCCL_ALGO') or self.an.env.get('NCCL_ALGO')
+        if algo is not None and not algo_allows_nvls(algo):
+            return False
+        return p.nvls
+
+    def _comm_local_ranks(self):
+        """{(host, communicator identity): the ranks of that communicator that the host's processes show}."""
+        local = {}
+        for p in self.procs:
+            if p.host is None:
+                continue
+            for comm in p.comms.values():
+                local.setdefault((p.host, comm.identity()), set()).update(comm.shown_ranks())
+        return local
+
+    def _net_loopback(self, p, host_local, comm_local):
+        """The NET/<name> labels of network connections of ``p`` whose peer is a rank of the same host: in the
+        communicator of the thread that printed them when it is known (ranks are per communicator), else among every
+        rank the host shows."""
+        labels = []
+        keyed = set()
+        tests = self.an.tests_ranks
+        for comm in p.comms.values():
+            if not comm.peers:
+                continue
+            keyed.update(comm.peers)
+            local = comm_local.get((p.host, comm.identity()), comm.shown_ranks())
+            if tests and comm.nranks == len(tests):        # nccl-tests' rank table: its communicator's ranks by host
+                local = local | set(r for r, (host, _pid, _dev) in tests.items() if host == p.host)
+            labels.extend('NET/' + name for peer, name in comm.peers if peer in local)
+        for peer, name in p.net_peers:
+            if (peer, name) not in keyed and (peer in host_local or peer in p.own_ranks):
+                labels.append('NET/' + name)
+        return labels
+
+    def _communicators(self):
+        """Each communicator each process printed (its pointer, rank and size; node count, commId, the function that
+        made it, when printed), at most MAX_PUBLIC_COMMS."""
+        out = []
+        for p in self.procs:
+            for comm in p.comms.values():
+                if len(out) >= MAX_PUBLIC_COMMS:
+                    return out
+                out.append(comm.public(p))
+        return out
+
     def _nranks(self):
         vals = [p.nranks for p in self.procs if p.nranks]
         if self.an.tests_ranks:
@@ -365,12 +414,25 @@ class Summariser:
                         break
                 if info:
                     break
-        if info and (info.get('p2p_name') or info.get('name')):
-            names = set(p.selected for p in self.procs if p.selected) | set(n for p in self.procs for n in p.hop_nets)
-            plug = info.get('p2p_name') or info.get('name')
-            if names:
-                info['usable'] = any(n == plug or (n and n.startswith(plug)) for n in names) or (plug == self.ofi_name)
+        if info:
+            usable = self._plugin_carried()
+            if usable is not None:
+                info['usable'] = usable
         return info or None
+
+    def _plugin_carried(self):
+        """Did an external net plugin carry the traffic?  The network NCCL selected (``Using network X``, ``Assigned
+        NET plugin X to comm``) or connected through (``via NET/X/``) is the plugin's when it is none of NCCL's own,
+        ``IB`` and ``Socket`` (a loaded plugin prints under another name, e.g. HPC-X's ``NCCL RDMA Plugin v8`` then
+        ``IBext_v8``); only built-in ones: the plugin was loaded and not used.  None when no network shows."""
+        names = set()
+        for p in self.procs:
+            for name in list(p.hop_nets) + [p.selected]:
+                if name:
+                    names.add(name[5:] if name.startswith('name:') else name)
+        if not names:
+            return None
+        return any(name not in _BUILT_IN_NETS for name in names)
 
     def _gids(self):
         out = []
@@ -397,6 +459,25 @@ class Summariser:
                 if isinstance(val, float) and (peak is None or val > peak):
                     peak = val
         return {'avg_busbw_gbps': an.busbw_avg, 'peak_busbw_gbps': peak, 'rows': an.busbw_rows}
+
+
+# The networks NCCL builds in (ncclNetIb, ncclNetSocket): every other network name is an external plugin's.
+_BUILT_IN_NETS = ('IB', 'Socket')
+MAX_PUBLIC_COMMS = 256
+_NVLS_ALGOS = ('nvls', 'nvlstree')
+
+
+def algo_allows_nvls(value):
+    """Can an NVLS algorithm run under ``NCCL_ALGO=value``?  NCCL's grammar (graph/tuning.cc parseList, 2.24+ with the
+    per-function form): ``[func:][^]algo,algo;func:[^]algo...``, names case-insensitive; ``^`` excludes the list.
+    One entry that leaves NVLS or NVLSTree enabled is enough."""
+    for entry in value.split(';'):
+        elems = entry.split(':', 1)[-1].strip()
+        exclude = elems.startswith('^')
+        names = set(e.strip().lower() for e in elems.lstrip('^').split(','))
+        if exclude != any(a in names for a in _NVLS_ALGOS) or exclude and not all(a in names for a in _NVLS_ALGOS):
+            return True
+    return False
 
 
 def _proc_gdr(p):

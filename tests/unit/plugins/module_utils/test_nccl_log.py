@@ -584,9 +584,10 @@ def test_socket_with_a_routable_interface_besides_loopback_is_not_flagged():
     assert [e["category"] for e in only["errors"]] == ["socket on loopback"]
 
 
-def test_nvls_heads_mean_nvls():
+def test_nvls_heads_are_capacity_not_use():
+    # graph/connect.cc prints the NVLS topology whenever NVLS is supported, before any algorithm is chosen
     r = analyze_text("n1:1:1 [0] NCCL INFO NVLS Head  0:  0  8 16\n")
-    assert r["nvls"] is True and r["intra_node"] == []
+    assert r["nvls"] is None and r["intra_node"] == []
 
 
 def test_socket_thread_count_line_is_not_the_socket_choice():

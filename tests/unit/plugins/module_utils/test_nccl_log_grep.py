@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.runner import tool_runner
-from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import NcclLogAnalyzer, analyze_file, grammar, scan
+from ansible_collections.hpcnet.rdma.plugins.module_utils.nccl_log import analyze_file, analyze_text, grammar, scan
 from fixtures_path import nccl_log_fixtures
 from test_nccl_log_file_scan import adversarial_mix, many_comms
 
@@ -178,27 +178,18 @@ def test_grep_pattern_and_python_filter_derive_from_one_token_list():
     assert not grammar._relevant(b"gpu0:1:2 [0] NCCL INFO AllReduce: opCount 1 comm 0x1 [nranks=2] stream 0x9")
 
 
-def _old_comm_key(line):
-    """The comm-init key as take() computed it before _comm_key (full _STRICT match)."""
-    if not line.startswith(b"ncclCommInit", line.find(b" NCCL INFO ") + 11):
-        return None
-    ms = scan._STRICT.match(line)
-    mi = scan._COMM_INIT.match(ms.group(3)) if ms and line.isascii() else None
-    if mi and b"NCCL version" not in line and b" channels" not in line:
-        return b"\x00%s\x00%s\x00%s" % (line[:ms.start(3)], mi.group(1), mi.group(2))
-    return None
-
-
-def test_comm_key_equals_the_full_strict_match():
-    scanner = scan._ChunkScanner(NcclLogAnalyzer())
-    lines = SYNTHETIC["comm-init-variants"]().split(b"\n") + [
-        b"", b" NCCL INFO ncclCommInit", b"a:1:2 [0] NCCL INFO ncclCommInit comm 0x1 rank 0 nranks 1 ",
-        b"a:1:2 [0] NCCL INFO ncclCommInitAll comm 0xf rank 0 nranks 1 x", b"a:1:2 [0] NCCL INFO ncclCommInit comm 0x1 rank 0 nranks 1 x\r",
-        b"a:1:2 [0] NCCL INFO ncclCommInit comm 0x1 rank 0 nranks 1 x\x0b", b"a.b-c:1:2 [0] NCCL INFO ncclCommInit comm 0xa rank 3 nranks 9 y",
-    ]
-    for line in lines:
-        assert scanner._comm_key(line) == _old_comm_key(line), line
-        assert scanner._comm_key(line) == _old_comm_key(line), line     # the second time from the prefix cache
+def test_communicator_lines_are_parsed_every_time(tmp_path):
+    """A communicator line makes its communicator the thread's current one: the memo never replays it, so a file
+    (memo) and a text (no memo) read the connection lines after it in the same communicator."""
+    a = b"n1:7:7 [0] NCCL INFO "
+    init = [a + b"ncclCommInitRank comm 0x1%d rank 0 nranks %d cudaDev 0 busId 1000 - Init START" % (n, n) for n in (2, 4)]
+    hop = a + b"Channel 00/0 : 1[1] -> 0[0] [receive] via NET/IB/0"
+    data = b"\n".join([init[0], hop, init[1], hop, init[0], hop, init[1]] * 3) + b"\n"
+    path = tmp_path / "log"
+    path.write_bytes(data)
+    got, text = analyze_file(str(path)), analyze_text(data)
+    assert got["communicators"] == text["communicators"] and got["intra_node"] == text["intra_node"]
+    assert [c["nranks"] for c in got["communicators"]] == [2, 4]
 
 
 def test_missing_grep_falls_back_to_python(tmp_path, monkeypatch, grep_used):
