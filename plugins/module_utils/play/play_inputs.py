@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Input rules of the shipped playbooks themselves (pure Python, no Ansible imports): the collection-wide
 ``rdma_*`` variables and the rolling reboot's ``rolling_reboot_*``. Each message names the variable the user set and
-what it takes; the roles' inputs have their own functions (roce_profile, ofed_stack.input_errors, ...)."""
+what it takes; the roles' inputs have their own functions (roce_profile, ofed_stack.input_errors, ...), and
+``role_errors`` runs those of them that need no host (host_paths, host_settings.profile) in the playbooks' first
+check, before any role changes a host."""
 
 from __future__ import absolute_import, division, print_function
 
