@@ -39,3 +39,12 @@ def test_host_paths_are_checked_and_a_sysfs_root_inherited_from_rdma_sysfs_root_
     assert play_inputs.role_errors({"rdma_sysfs_root": "sys", "nccl_sysfs_root": "sys"}) == []
     assert play_inputs.role_errors({"rdma_sysfs_root": "/sys", "nccl_sysfs_root": "sys"}) == [
         "nccl_sysfs_root must be an absolute path (root of sysfs, /sys on a real host); got 'sys'."]
+
+
+def test_the_playbooks_template_only_the_variables_the_rules_read_of_the_roles_they_check():
+    assert play_inputs.role_inputs(["health"]) == [
+        "health_sysfs_root", "health_expected_path", "health_install_prefix", "health_textfile_dir",
+        "health_nccl_conf_path", "health_metrics", "rdma_sysfs_root"]
+    assert play_inputs.role_inputs(["rdma_host"]) == [
+        "rdma_host_sysfs_root", "rdma_host_memlock", "rdma_host_modules", "rdma_host_ipoib", "rdma_sysfs_root"]
+    assert play_inputs.role_inputs([]) == ["rdma_sysfs_root"]
