@@ -7,12 +7,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible_collections.hpcnet.rdma.plugins.module_utils.stack import ofed_stack
 
 
 def ofed_input_errors(provider, inputs):
-    """``ofed_provider`` + the role's vendor inputs -> the list of problems, each naming its field."""
-    return ofed_stack.input_errors(provider, inputs or {})
+    """``ofed_provider`` + the role's vendor inputs -> the list of problems, each naming its field (an artifact on
+    the controller must be there: filters run on the controller)."""
+    return ofed_stack.input_errors(provider, inputs or {}, os.path.isfile)
 
 
 def ofed_installer_result(stdout):

@@ -2,7 +2,8 @@
 # Copyright: hpcnet.rdma contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the shipped playbooks (site.yml, rolling_reboot.yml): their own inputs (the collection-wide rdma_*
-variables, the devices a host needs, the rolling reboot's) and the ports the rolling reboot checks."""
+variables, the devices a host needs, the rolling reboot's), the roles' inputs their specs cannot check, and the ports
+the rolling reboot checks."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,6 +16,17 @@ __metaclass__ = type
 def rdma_input_errors(inputs):
     """The collection-wide ``rdma_*`` variables given -> one message per problem."""
     return play_inputs.collection_errors(inputs or {})
+
+
+def rdma_role_input_errors(values):
+    """The roles' variables given ({name: value}) -> one message per problem their argument specs cannot see and
+    no host is needed for (host paths, the rdma_host settings), from the roles' own rules."""
+    return play_inputs.role_errors(values or {})
+
+
+def rdma_role_inputs(roles):
+    """Role names -> the variables of theirs that rdma_role_input_errors reads (and rdma_sysfs_root)."""
+    return play_inputs.role_inputs(roles or [])
 
 
 def rdma_device_errors(read, inputs, host):
@@ -50,6 +62,8 @@ class FilterModule:
     """hpcnet.rdma filters of the playbooks' inputs."""
 
     def filters(self):
-        return {"rdma_input_errors": rdma_input_errors, "rdma_device_errors": rdma_device_errors,
+        return {"rdma_input_errors": rdma_input_errors, "rdma_role_input_errors": rdma_role_input_errors,
+                "rdma_role_inputs": rdma_role_inputs,
+                "rdma_device_errors": rdma_device_errors,
                 "rolling_reboot_input_errors": rolling_reboot_input_errors, "rdma_rail_errors": rdma_rail_errors,
                 "rdma_ports": rdma_ports}

@@ -20,6 +20,7 @@ import time
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health import exposition, expected, install, report, thresholds
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health.cli import read_text
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health.health_check import HealthError, run
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host import host_paths
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import facts
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import PortRoleError
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import SysfsError
@@ -30,11 +31,21 @@ class DeployError(Exception):
     """The health role's inputs do not fit this host; the message names the variables."""
 
 
+# the module's options the role sets from its variables, by the variable's name (the messages name what the user set)
+ROLE_INPUTS = {"sysfs_root": "health_sysfs_root", "expected_path": "health_expected_path",
+               "prefix": "health_install_prefix", "textfile_dir": "health_textfile_dir",
+               "nccl_conf_path": "health_nccl_conf_path", "metrics": "health_metrics"}
+
+
 def host_errors(params, runner):
-    """What only the host can tell about the inputs, one message per problem naming the role's variable."""
+    """The inputs' problems, one message per problem naming the role's variable: the thresholds' ranges, the paths'
+    forms (host_paths), and what only the host can tell (the textfile directory exists, slurmd is installed)."""
     errors = thresholds.input_errors(params.get("thresholds") or {})
+    paths = host_paths.errors(dict((role_name, params.get(name)) for name, role_name in ROLE_INPUTS.items()))
+    errors.extend(paths)
     directory = params.get("textfile_dir")
-    if params.get("metrics") == "true" and directory and not os.path.isdir(directory):
+    if (params.get("metrics") == "true" and directory and not any(p.startswith("health_textfile_dir") for p in paths)
+            and not os.path.isdir(directory)):
         errors.append("health_textfile_dir: %s does not exist on this host. node_exporter's textfile collector reads "
                       "that directory (Debian's prometheus-node-exporter creates /var/lib/prometheus/node-exporter): "
                       "install node_exporter first, set health_textfile_dir to its --collector.textfile.directory, "

@@ -13,6 +13,7 @@ import json
 import re
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import infiniband
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host import host_paths
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.nccl_hca import format_hca_list
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.nccl_socket import IFNAME_LIST_RE, socket_ifname_problem
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
@@ -109,9 +110,9 @@ def nccl_settings(rdma, fabric="auto", socket_ifname=None, traffic_class=None, h
     if on_error not in ("raise", "return"):
         raise NcclSettingsError("nccl_settings: on_error is %r; allowed values: raise, return" % (on_error,))
     try:
-        if conf_path is not None and not str(conf_path).startswith("/"):
-            raise NcclSettingsError("nccl_conf_path must be an absolute path (NCCL reads /etc/nccl.conf, or the file "
-                                    "NCCL_CONF_FILE names); got %r" % (conf_path,))
+        path_errors = host_paths.errors({"nccl_conf_path": conf_path})
+        if path_errors:
+            raise NcclSettingsError(path_errors[0])
         plan = _plan(rdma, fabric, socket_ifname, traffic_class, hca_exact, extra, network_facts, fabrics)
         _add_pkey(plan, rdma, partition, partitions, check_pkey_ports)
         if require_ports and not plan["ports"]:

@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Input rules of the shipped playbooks themselves (pure Python, no Ansible imports): the collection-wide
 ``rdma_*`` variables and the rolling reboot's ``rolling_reboot_*``. Each message names the variable the user set and
-what it takes; the roles' inputs have their own functions (roce_profile, ofed_stack.input_errors, ...)."""
+what it takes; the roles' inputs have their own functions (roce_profile, ofed_stack.input_errors, ...), and
+``role_errors`` runs those of them that need no host (host_paths, host_settings.profile) in the playbooks' first
+check, before any role changes a host."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,7 +15,8 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import GDR_MODES
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host import host_paths
+from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import GDR_MODES, UNLIMITED, profile
 from ansible_collections.hpcnet.rdma.plugins.module_utils.stack.device_naming import POLICIES as NAMING_POLICIES
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 
@@ -72,6 +75,37 @@ def collection_errors(inputs):
     root = inputs.get("rdma_sysfs_root", "/")
     if not (isinstance(root, str) and root.startswith("/")):
         errors.append("rdma_sysfs_root must be an absolute path (/sys on a real host); got %s." % _json(inputs["rdma_sysfs_root"]))
+    return errors
+
+
+# the rdma_host role's inputs its rule (host_settings.profile) checks beyond the argument spec; rdma_host_gdr's
+# choices are the spec's, which the same check reports
+RDMA_HOST_INPUTS = ("rdma_host_memlock", "rdma_host_modules", "rdma_host_ipoib")
+
+
+def role_inputs(roles):
+    """The variables of ``roles`` (role names) that role_errors reads, with ``rdma_sysfs_root`` (a playbook hands
+    role_errors the values of those given, and templates no other variable)."""
+    prefixes = tuple("%s_" % role for role in roles or [])
+    names = [name for name in list(host_paths.HOST_PATHS) + list(RDMA_HOST_INPUTS) if name.startswith(prefixes)]
+    names += [condition for name, (condition, _values, _why) in host_paths.EMPTY_NEEDED_WHEN.items() if name in names]
+    return names + ["rdma_sysfs_root"]
+
+
+def role_errors(values):
+    """Problems with the roles' inputs among ``values`` ({variable: value}, those given; None: not given) that their
+    argument specs cannot see and no host is needed for, each from the rule the role itself applies later: the host
+    paths (host_paths: absolute, empty only where it means something) and the rdma_host settings (memlock's form,
+    the module names). A role's ``<role>_sysfs_root`` that is the collection-wide ``rdma_sysfs_root`` it defaults to
+    is left to that variable's own check (collection_errors), which names what the user set."""
+    values = dict((name, value) for name, value in (values or {}).items() if value is not None)
+    root = values.get("rdma_sysfs_root")
+    paths = dict((name, value) for name, value in values.items()
+                 if not (root is not None and name.endswith("_sysfs_root") and value == root))
+    errors = host_paths.errors(paths)
+    given = dict((name, values[name]) for name in RDMA_HOST_INPUTS if name in values)
+    if given:
+        errors.extend(profile(dict({"rdma_host_memlock": UNLIMITED}, **given), False)["errors"])
     return errors
 
 

@@ -258,8 +258,24 @@ def _checksum_error(field, value, required=True):
     return None
 
 
-def input_errors(provider, inputs):
-    """Every problem with the vendor stack inputs, each naming its field and what it accepts (empty when fine)."""
+def _controller_file_error(field, value, urls, is_file):
+    """A vendor artifact on the controller: an absolute path (a relative one would be looked up in one place by the
+    checksum and in another by the copy), of a file that is there when ``is_file`` can tell."""
+    value = str(value or "")
+    if not value or (urls and re.match(r"^(https?|ftp)://", value)):
+        return None
+    if not value.startswith("/"):
+        return "%s must be %san absolute path of a file on the controller (got %r)" % (
+            field, "an http(s) URL or " if urls else "", value)
+    if is_file is not None and not is_file(value):
+        return "%s: %s is no file on the controller" % (field, value)
+    return None
+
+
+def input_errors(provider, inputs, is_file=None):
+    """Every problem with the vendor stack inputs, each naming its field and what it accepts (empty when fine).
+    ``is_file``: whether a path is a file on the controller (the filter's os.path.isfile), for the artifacts the role
+    copies from there; None checks their form only."""
     errors = []
     if "platform" in inputs and not inputs.get("platform_supported"):
         errors.append("hpcnet.rdma.ofed has no package data for %s; supported: Debian, Ubuntu, RedHat family"
@@ -280,6 +296,7 @@ def input_errors(provider, inputs):
             if not inputs.get("ofed_doca_local_repo"):
                 errors.append("ofed_doca_local_repo is required with ofed_doca_source=local_repo: the URL or "
                               "controller path of the doca-host local-repo package")
+            errors.append(_controller_file_error("ofed_doca_local_repo", inputs.get("ofed_doca_local_repo"), True, is_file))
             errors.append(_checksum_error("ofed_doca_local_repo_checksum", inputs.get("ofed_doca_local_repo_checksum")))
         errors.append(_checksum_error("ofed_doca_gpg_key_checksum", inputs.get("ofed_doca_gpg_key_checksum"), False))
     if provider == "mlnx_ofed":
@@ -287,6 +304,7 @@ def input_errors(provider, inputs):
         if not _MLNX_OFED_VERSION.match(version):
             errors.append("ofed_mlnx_ofed_version is required with ofed_provider=mlnx_ofed: the installer's version, "
                           "e.g. 24.10-1.1.4.0 (got %r)" % version)
+        errors.append(_controller_file_error("ofed_mlnx_ofed_file", inputs.get("ofed_mlnx_ofed_file"), False, is_file))
         errors.append(_checksum_error("ofed_mlnx_ofed_checksum", inputs.get("ofed_mlnx_ofed_checksum")))
         for flag in inputs.get("ofed_mlnx_ofed_flags") or []:
             if not str(flag).startswith("-") or any(c.isspace() for c in str(flag).split("=", 1)[0]):

@@ -72,6 +72,11 @@ def input_errors(inputs, hosts):
         errors.append("verify_min_busbw_gbps must be more than 0 GB/s, or unset; got %s." % (busbw,))
     if get("verify_perftest_pattern") == "pairs":
         errors += pair_errors(list(hosts), get("verify_perftest_pairs"))
+    report_dir = get("verify_report_dir")
+    if report_dir is not None and not (isinstance(report_dir, str) and report_dir.strip()):
+        # the report is written last: an empty directory would fail after every test has run
+        errors.append("verify_report_dir must name a directory on the controller for fabric-report.json and "
+                      "fabric-report.html (default fabric-report in the current directory); got %r." % (report_dir,))
     return errors
 
 

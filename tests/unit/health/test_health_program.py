@@ -188,6 +188,21 @@ def test_host_side_refusals_change_nothing(ib_host):
     assert not (tmp / "etc").exists()
 
 
+@pytest.mark.parametrize("extra, needle", [
+    ({"expected_path": "etc/health.json"}, "health_expected_path must be an absolute path .*; got 'etc/health.json'"),
+    ({"prefix": "usr"}, "health_install_prefix must be an absolute path"),
+    ({"metrics": "true", "textfile_dir": ""}, "health_textfile_dir is empty, but health_metrics is true"),
+    ({"metrics": "true", "textfile_dir": "textfile"}, "health_textfile_dir must be an absolute path or empty"),
+])
+def test_paths_the_host_cannot_use_are_refused_by_the_preflight_naming_the_role_variable(ib_host, extra, needle):
+    # the preflight (validate_only) refuses them, as the install would otherwise write under its working directory
+    tmp, root = ib_host
+    for validate_only in (True, False):
+        with pytest.raises(DeployError, match=needle):
+            deploy(params(tmp, root, validate_only=validate_only, **extra), SubprocessRunner(), False)
+    assert not (tmp / "etc").exists() and not (tmp / "usr").exists()
+
+
 SHOW_NODE = ("NodeName=node01 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=2 State=IDLE+DRAIN ThreadsPerCore=1 "
              "Partitions=debug BootTime=2026-12-06T10:00:00 Reason=%s [%s@2026-12-06T12:00:00]")
 

@@ -200,7 +200,7 @@ def _ib_rdma(pkeys):
 def test_a_relative_conf_path_is_refused_by_name():
     plan = nccl_settings(_ib_rdma({"0xffff": 0}), socket_ifname="eth0", conf_path="relative/nccl.conf", on_error="return")
     assert plan["errors"] == ["nccl_conf_path must be an absolute path (NCCL reads /etc/nccl.conf, or the file "
-                              "NCCL_CONF_FILE names); got 'relative/nccl.conf'"]
+                              "NCCL_CONF_FILE names); got 'relative/nccl.conf'."]
 
 
 def test_the_partition_gives_nccl_ib_pkey_its_table_index():
