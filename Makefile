@@ -56,11 +56,13 @@ test: venv ## Run every test: ansible-lint, ansible-test sanity, unit tests, Mol
 lint: venv ## ansible-lint, production profile
 	$(BIN)/ansible-lint --profile production
 
-# pytest-xdist workers; 0 runs the tests in one process. On 2 cores two workers were slower: 875 s in .ci/run against
-# 568 s in one process on the previous CI machine, and 68 s against 62 s for the same six catalogue entries on one
-# machine. Most of the time is ansible-playbook runs (the bad-input catalogue, the AWX and role tests), and each of
-# those already keeps more than one core busy (controller, fork, module).
-UNIT_JOBS ?= 0
+# pytest-xdist workers (0: one process). A worker takes a whole scope (tests/unit/conftest.py): a test file, or one
+# shared ansible-playbook run of the bad-input catalogue, so that no run and no module-scoped fixture is made twice.
+# Two workers under xdist's own scheduling were slower (875 s against 568 s in one process): it splits a file between
+# the workers, and each made the file's module-scoped fixtures (collection builds, browsers, simulated trees); since
+# the catalogue's shared runs both also make each shared run (its 3-entry run: 100 s on one worker and 96 s on the
+# other). xdist's own grouping (--dist loadgroup) does not work with pytest 9.
+UNIT_JOBS ?= 2
 
 unit: venv ## pytest unit tests (modules, parsers, simulator kit); UNIT_JOBS=N for N pytest-xdist workers
 	$(PY) -m pytest tests/unit -q -p no:cacheprovider -n $(UNIT_JOBS) --durations=15
