@@ -48,9 +48,9 @@ demo-fault: venv ## After make demo: PFC off on roce-node02 (verify names it; re
 demo-clean: venv ## Remove the demo containers
 	$(BIN)/ansible-playbook tests/container/demo-down.yml
 
-TEST_STAGES := lint sanity unit molecule
+TEST_STAGES := lint+sanity unit molecule
 
-test: venv ## Run every test: ansible-lint, ansible-test sanity, unit tests, Molecule (each stage's time at the end)
+test: venv ## Run every test: ansible-lint and ansible-test sanity side by side, unit tests, Molecule (each stage's time at the end)
 	@tests/tools/stages $(TEST_STAGES)
 
 lint: venv ## ansible-lint, production profile
