@@ -109,6 +109,13 @@ def _run(entries, tmp_path):
     return outs, run, before, after
 
 
+def xdist_scopes():
+    """{test name: scope} for the pytest-xdist scheduler of tests/unit/conftest.py: the entries of one shared run are
+    one scope, which one worker takes, so that the run is made once (each worker has its own _RUNS)."""
+    return {"test_bad_input_fails_with_its_message_and_changes_nothing[%s]" % entry["id"]: "-".join(_run_key(entry))
+            for entry in CATALOGUE}
+
+
 _RUNS = {}
 
 
