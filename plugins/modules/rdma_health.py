@@ -67,8 +67,8 @@ options:
   fabric_reference:
     description:
       - What the hosts of this host's fabric group have in common, as the P(hpcnet.rdma.health_fabric_reference#filter)
-        filter computes it from their RDMA facts (verify's rule - the most common value of the role in the group)
-        - C({rate_gbps, width} by role (compute, storage), mtu by netdev of this host).
+        filter computes it from their RDMA facts (verify's rule, the most common value of the role in the group) -
+        C(rate_gbps) and C(width) by role (C(compute), C(storage)), C(mtu) by netdev of this host.
       - When omitted, the same rule over this host's ports alone.
     type: dict
   mtu:
@@ -79,16 +79,16 @@ options:
     type: int
   netdev_mtu:
     description:
-      - The declared MTU of netdevs, C({netdev: bytes}) - the roce role's C(roce_declared_mtu) (C(roce_mtu) on the
+      - "The declared MTU of netdevs, C({netdev: bytes}) - the roce role's C(roce_declared_mtu) (C(roce_mtu) on the
         compute netdevs), the infiniband role's IPoIB netdevs (C(infiniband_declared.ipoib)). Other netdevs of the
-        checked ports get the fabric's.
+        checked ports get the fabric's."
     type: dict
     default: {}
   pkeys:
     description:
-      - The P_Keys each InfiniBand port must hold, C({port GUID or device:port: [P_Key]}) - the infiniband role's
+      - "The P_Keys each InfiniBand port must hold, C({port GUID or device:port: [P_Key]}) - the infiniband role's
         C(infiniband_declared.pkeys) (what the SM gives each port from C(infiniband_partitions)). No P_Key is checked
-        on a port it does not name.
+        on a port it does not name."
     type: dict
     default: {}
   memlock:
@@ -216,7 +216,7 @@ ARGUMENT_SPEC = dict(
     mtu=dict(type="int"),
     storage_mtu=dict(type="int"),
     netdev_mtu=dict(type="dict", default={}),
-    pkeys=dict(type="dict", default={}),
+    pkeys=dict(type="dict", default={}, no_log=False),  # P_Keys: InfiniBand partition keys, no secret
     memlock=dict(type="raw", default="unlimited"),
     gdr=dict(type="str", choices=["true", "false", "auto"], default="auto"),
     ipoib=dict(type="list", elements="str"),
