@@ -7,7 +7,8 @@ Pure Python (no Ansible imports). ``deploy(params, runner, check_mode)`` checks 
 textfile directory exists; slurmd is there when Slurm is asked for), reads the RDMA facts as ``rdma_facts`` does,
 builds the expected state (``expected``: declared, else the fabric's), computes every file (``install``), writes those
 that differ unless ``check_mode``, and runs one check in this process against the new expected state (the counter
-snapshot is left alone: rates start with the program's first run); a host that fails it gets a warning. Raises ``DeployError`` with every problem, before anything is written.
+snapshot is left alone: rates start with the program's first run); a host that fails it gets a warning. Raises
+``DeployError`` with every problem, before anything is written.
 """
 
 from __future__ import absolute_import, division, print_function
