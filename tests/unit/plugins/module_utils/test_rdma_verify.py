@@ -484,7 +484,7 @@ def test_host_references_are_the_groups_not_the_hosts_own(build):
         for dev in prof["devices"]:
             port_of(prof, dev["name"])["rate"] = "200 Gb/sec (4X HDR)"
     hosts = healthy(build, n_roce=0)
-    hosts["ib03"] = {"group": "infiniband", "rdma": build(IB, 3, tweak=hdr, key="hdr")}
+    hosts["ib03"] = {"group": "infiniband", "rdma": build(IB, 3, tweak=hdr, key="all_hdr")}
     refs = vf.host_references(hosts, "ib03")
     assert refs["rate_gbps"] == {"compute": 400.0, "storage": None}
     assert refs["width"] == {"compute": "4X", "storage": None}
