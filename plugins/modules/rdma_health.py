@@ -242,6 +242,8 @@ def main():
         result = deploy(module.params, ModuleRunner(module), module.check_mode)
     except DeployError as exc:
         module.fail_json(msg="rdma_health: %s" % exc, changed=False)
+    for warning in result.pop("warnings", []):
+        module.warn(warning)
     module.exit_json(**result)
 
 
