@@ -14,8 +14,15 @@ version_added: "0.9.0"
 description:
   - Reads the host's RDMA ports as M(hpcnet.rdma.rdma_facts) does (roles and rails included) and writes the expected
     state to O(expected_path) (JSON) - every compute and storage port pinned to its role by PCI function, with its link
-    layer, rate, width, MTU and GID index; the spec the checks compare with; the declared RoCE QoS, the lossless
-    priorities, the SM and IPoIB expectations, the C(nccl.conf) content, memlock, GPUDirect RDMA and the thresholds.
+    layer, MTU and GID index; the spec the checks compare with; the declared RoCE QoS, the lossless
+    priorities, the SM, P_Key and IPoIB expectations, the C(nccl.conf) content, memlock, GPUDirect RDMA and the
+    thresholds.
+  - The expected state comes from what is declared and from the fabric, never from what the host has on a bad day -
+    rate and width per role from O(expected_rate_gbps) / O(expected_storage_rate_gbps), else O(fabric_reference)
+    (the most common value among the group's hosts); P_Keys from O(pkeys); IPoIB netdevs from O(ipoib); MTUs from
+    O(netdev_mtu), O(mtu) / O(storage_mtu), else O(fabric_reference). A port DOWN at install stays expected ACTIVE. A
+    host that differs at install fails the one check run here (RV(health)) with a warning; its state is not taken as
+    the expected one.
   - Installs C(<prefix>/sbin/hpcnet-rdma-health), which needs no Ansible at run time - Python's standard library and
     the collection's module_utils it imports, written to C(<prefix>/lib/hpcnet-rdma) from this module's own code, so
     the program runs the same checks as M(hpcnet.rdma.rdma_verify).
@@ -52,17 +59,38 @@ options:
     type: list
     elements: str
   expected_rate_gbps:
-    description: The compute ports' rate; the most common rate of the ACTIVE compute ports now when omitted.
+    description: The compute ports' rate; the fabric's (O(fabric_reference)) when omitted.
     type: float
   expected_storage_rate_gbps:
-    description: The storage ports' rate; the most common rate of the ACTIVE storage ports now when omitted.
+    description: The storage ports' rate; the fabric's (O(fabric_reference)) when omitted.
     type: float
+  fabric_reference:
+    description:
+      - What the hosts of this host's fabric group have in common, as the P(hpcnet.rdma.health_fabric_reference#filter)
+        filter computes it from their RDMA facts (verify's rule, the most common value of the role in the group) -
+        C(rate_gbps) and C(width) by role (C(compute), C(storage)), C(mtu) by netdev of this host.
+      - When omitted, the same rule over this host's ports alone.
+    type: dict
   mtu:
-    description: The compute netdevs' MTU; the most common MTU now when omitted.
+    description: The compute netdevs' MTU (every one); each netdev's own (O(netdev_mtu), else the fabric's) when omitted.
     type: int
   storage_mtu:
-    description: The storage netdevs' MTU; the most common MTU now when omitted.
+    description: The storage netdevs' MTU (every one); each netdev's own (O(netdev_mtu), else the fabric's) when omitted.
     type: int
+  netdev_mtu:
+    description:
+      - "The declared MTU of netdevs, C({netdev: bytes}) - the roce role's C(roce_declared_mtu) (C(roce_mtu) on the
+        compute netdevs), the infiniband role's IPoIB netdevs (C(infiniband_declared.ipoib)). Other netdevs of the
+        checked ports get the fabric's."
+    type: dict
+    default: {}
+  pkeys:
+    description:
+      - "The P_Keys each InfiniBand port must hold, C({port GUID or device:port: [P_Key]}) - the infiniband role's
+        C(infiniband_declared.pkeys) (what the SM gives each port from C(infiniband_partitions)). No P_Key is checked
+        on a port it does not name."
+    type: dict
+    default: {}
   memlock:
     description:
       - The locked-memory limit the check expects of its own process (C(unlimited) or bytes), or C(unchecked) to leave
@@ -75,7 +103,7 @@ options:
     choices: ["true", "false", auto]
     default: auto
   ipoib:
-    description: The IPoIB netdevs expected up; those up now on the checked InfiniBand ports (and their P_Key children) when omitted.
+    description: The IPoIB netdevs expected up (the infiniband role's, C(infiniband_declared.ipoib)); none when omitted.
     type: list
     elements: str
   sm:
@@ -163,7 +191,9 @@ files:
   elements: str
   returned: always
 health:
-  description: One check against the new expected state - C(ok), C(reason) (the first line of the program's output), C(findings).
+  description:
+    - One check against the new expected state - C(ok), C(reason) (the first line of the program's output), C(findings).
+    - A host that differs from the declared and the fabric's state at install fails it, with a warning.
   type: dict
   returned: always
 '''
@@ -182,8 +212,11 @@ ARGUMENT_SPEC = dict(
     sysfs_root=dict(type="path", default="/sys"),
     expected_rate_gbps=dict(type="float"),
     expected_storage_rate_gbps=dict(type="float"),
+    fabric_reference=dict(type="dict"),
     mtu=dict(type="int"),
     storage_mtu=dict(type="int"),
+    netdev_mtu=dict(type="dict", default={}),
+    pkeys=dict(type="dict", default={}, no_log=False),  # P_Keys: InfiniBand partition keys, no secret
     memlock=dict(type="raw", default="unlimited"),
     gdr=dict(type="str", choices=["true", "false", "auto"], default="auto"),
     ipoib=dict(type="list", elements="str"),
@@ -209,6 +242,8 @@ def main():
         result = deploy(module.params, ModuleRunner(module), module.check_mode)
     except DeployError as exc:
         module.fail_json(msg="rdma_health: %s" % exc, changed=False)
+    for warning in result.pop("warnings", []):
+        module.warn(warning)
     module.exit_json(**result)
 
 

@@ -5,9 +5,10 @@
 
 Pure Python (no Ansible imports). ``deploy(params, runner, check_mode)`` checks what only the host can tell (the
 textfile directory exists; slurmd is there when Slurm is asked for), reads the RDMA facts as ``rdma_facts`` does,
-builds the expected state, computes every file (``install``), writes those that differ unless ``check_mode``, and runs
-one check in this process against the new expected state (the counter snapshot is left alone: rates start with the
-program's first run). Raises ``DeployError`` with every problem, before anything is written.
+builds the expected state (``expected``: declared, else the fabric's), computes every file (``install``), writes those
+that differ unless ``check_mode``, and runs one check in this process against the new expected state (the counter
+snapshot is left alone: rates start with the program's first run); a host that fails it gets a warning. Raises
+``DeployError`` with every problem, before anything is written.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -59,14 +60,24 @@ def host_errors(params, runner):
 
 
 def _declared_errors(params):
-    """The module's own values that no check could use (the role passes none of them but memlock)."""
+    """The module's own values that no check could use (the role's health_expected_*rate_gbps by their variables)."""
     errors = []
-    for name, low, high in (("expected_rate_gbps", 0, 10000), ("expected_storage_rate_gbps", 0, 10000),
+    for name, low, high in (("health_expected_rate_gbps", 0, 10000), ("health_expected_storage_rate_gbps", 0, 10000),
                             ("mtu", 68, 65520), ("storage_mtu", 68, 65520)):
-        value = params.get(name)
+        value = params.get(name.replace("health_", "", 1))
         if value is not None and not low < value <= high:
-            errors.append("%s must be more than %s and at most %s (or left out: the ports' value now); got %s."
+            errors.append("%s must be more than %s and at most %s Gb/s (or null: the most common rate of the ports of "
+                          "the role in the fabric group); got %s." % (name, low, high, value) if name.startswith("health")
+                          else "%s must be more than %s and at most %s (or left out: each netdev's own); got %s."
                           % (name, low, high, value))
+    bad = dict((nd, mtu) for nd, mtu in (params.get("netdev_mtu") or {}).items()
+               if not (str(mtu).isdigit() and 68 <= int(mtu) <= 65520))
+    if bad:
+        errors.append("netdev_mtu must map netdevs to MTUs of 68-65520 bytes; got %s." % bad)
+    bad = dict((port, keys) for port, keys in (params.get("pkeys") or {}).items()
+               if not isinstance(keys, list) or not all(_is_pkey(k) for k in keys))
+    if bad:
+        errors.append("pkeys must map port GUIDs (or device:port) to lists of P_Keys (0x0001-0xffff); got %s." % bad)
     memlock = params.get("memlock")
     if not (memlock in ("unlimited", "unchecked") or (isinstance(memlock, int) and not isinstance(memlock, bool)
                                                       and memlock > 0)
@@ -75,6 +86,13 @@ def _declared_errors(params):
     if any(not 0 <= p <= 7 for p in params.get("lossless_priorities") or []):
         errors.append("lossless_priorities must be priorities 0-7; got %s." % params["lossless_priorities"])
     return errors
+
+
+def _is_pkey(text):
+    try:
+        return 0 < int(str(text), 16) <= 0xFFFF
+    except ValueError:
+        return False
 
 
 def _slurm_conf(params, prefix):
@@ -104,7 +122,8 @@ def _facts(params):
 
 
 def deploy(params, runner, check_mode):
-    """{changed, diff, expected, files, health}. ``params``: the rdma_health module's parameters."""
+    """{changed, diff, expected, files, removed, health, warnings}. ``params``: the rdma_health module's
+    parameters."""
     errors = host_errors(params, runner)
     if errors:
         raise DeployError(" ".join(errors))
@@ -154,8 +173,12 @@ def deploy(params, runner, check_mode):
         health = {"ok": result["ok"], "reason": report.reason(doc, result), "findings": result["findings"]}
     except HealthError as exc:
         health = {"ok": False, "reason": "cannot check: %s" % exc, "findings": []}
+    # a host that differs at install is told so, and its damage stays a finding: the expected state is the fabric's
+    warnings = [] if health["ok"] else [
+        "%s fails its health check at install: %s. The expected state keeps the declared and the fabric's values; "
+        "fix the host (health_state.health.findings)" % (params["host"], health["reason"])]
     return {"changed": bool(changes or stale), "diff": diff, "expected": doc, "files": [c[0] for c in changes],
-            "removed": stale, "health": health}
+            "removed": stale, "health": health, "warnings": warnings}
 
 
 def _old_doc(path):

@@ -439,3 +439,26 @@ def pkey_index(pkeys, pkey):
             continue
         found.append((number != want, not number & FULL_BIT, int(index)))
     return min(found)[2] if found else None
+
+
+def member_pkeys(partitions, guid, self_port=False):
+    """The P_Keys opensm puts in the P_Key table of the HCA port ``guid`` (int or ``0x...``), from ``partitions``
+    (:func:`parse_partitions`): ``["0xffff", "0x8002", "0x0003"]`` in file order, one per P_Key the port is a member
+    of, with the full-member bit for a full member. A port is a member of a definition that names ``ALL``, ``ALL_CAS``
+    (an HCA port is a CA port), its GUID, or ``SELF`` when it is the SM's own port (``self_port``: an opensm instance
+    of this host is bound to it). Its membership is full when any of the definitions of that P_Key that name it make
+    it full (``both`` is full: opensm gives both entries only with ``allow_both_pkeys TRUE``, which the role does not
+    set), else limited (opensm's pkey manager, ``osm_pkey_mgr.c``, keeps the full entry over the limited one)."""
+    want = guid_value(guid)
+    order, found = [], {}
+    for part in partitions or []:
+        if part.get("pkey") is None:
+            continue
+        for member in part.get("members") or []:
+            selector = member.get("selector")
+            if selector in ("ALL", "ALL_CAS") or (selector == "SELF" and self_port) or (
+                    want is not None and member.get("guid") == want):
+                if part["pkey"] not in found:
+                    order.append(part["pkey"])
+                found[part["pkey"]] = found.get(part["pkey"]) or member.get("membership") in ("full", "both")
+    return ["0x%04x" % (pkey | FULL_BIT if found[pkey] else pkey) for pkey in order]

@@ -304,11 +304,11 @@ def plan(rdma, partitions, default_overrides, ipoib, sm, sm_priority, sm_devices
     if sm is True and not instances:
         errors.append("infiniband_sm is true but this host has no InfiniBand port with a port GUID to bind opensm "
                       "to%s" % (" among infiniband_sm_devices %s" % ", ".join(sm_devices) if sm_devices else ""))
-    conf = None
+    conf, pkeys = None, {}
     if not errors:
         try:
             conf = ibr.render_partitions([default_part] + resolved)
-            ibp.parse_partitions(conf)
+            pkeys = port_pkeys(ports, ibp.parse_partitions(conf), instances)
         except ibp.PartitionConfigError as exc:
             errors.append("infiniband_partitions: %s" % exc)
     if part_errors:
@@ -319,7 +319,15 @@ def plan(rdma, partitions, default_overrides, ipoib, sm, sm_priority, sm_devices
     link_type_ports, link_type_errors = ibports.link_type_plan(rdma, link_type_devices or [], keep_netdevs, fabrics)
     errors.extend(link_type_errors)
     return {"ports": ports, "link_type_ports": link_type_ports, "sm": instances, "partitions": resolved,
-            "partitions_conf": conf, "ipoib": netdevs, "errors": errors}
+            "partitions_conf": conf, "pkeys": pkeys, "ipoib": netdevs, "errors": errors}
+
+
+def port_pkeys(ports, parsed, instances):
+    """``{port GUID: [P_Key]}``: what the SM puts in the P_Key table of each of this host's ports (``ports``:
+    :func:`ib_ports`) from the partitions.conf the role writes (``parsed``), ``SELF`` being the ports this host's opensm
+    instances are bound to (:func:`ib_partitions.member_pkeys` has the membership rule)."""
+    own = set(i["guid"] for i in instances)
+    return dict((p["guid"], ibp.member_pkeys(parsed, p["guid"], p["guid"] in own)) for p in ports if p.get("guid"))
 
 
 def partition_pkey(partitions, name):

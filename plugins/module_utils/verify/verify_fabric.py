@@ -43,7 +43,7 @@ FABRIC = "fabric"          # the ``host`` of a finding about the whole fabric (a
 
 HOST_KEYS = ("group", "rdma", "roce_qos", "expect", "sminfo")
 EXPECT_KEYS = ("devices", "gdr", "ipoib", "mtu", "memlock", "storage_mtu", "pkeys", "netdev_mtu")
-SPEC_KEYS = ("expected_rate_gbps", "min_width", "expected_fw_ver", "expected_storage_rate_gbps")
+SPEC_KEYS = ("expected_rate_gbps", "min_width", "expected_fw_ver", "expected_storage_rate_gbps", "min_storage_width")
 CHECKED_ROLES = ("compute", "storage")
 FINDING_KEYS = ("host", "severity", "check", "device", "port", "expected", "found", "cause", "fix")
 
@@ -149,11 +149,12 @@ def validate_spec(spec):
     if not isinstance(spec, dict):
         raise VerifyInputError("spec must be a dict; got %s" % type(spec).__name__)
     _unknown_keys(spec, SPEC_KEYS, "spec")
-    width = spec.get("min_width")
-    if width in ("", None):
-        width = None
-    elif str(width).upper() not in WIDTHS:
-        raise VerifyInputError("spec.min_width must be one of %s or null; got %r" % (", ".join(WIDTHS), width))
+    widths = {}
+    for key in ("min_width", "min_storage_width"):
+        width = spec.get(key)
+        if width not in ("", None) and str(width).upper() not in WIDTHS:
+            raise VerifyInputError("spec.%s must be one of %s or null; got %r" % (key, ", ".join(WIDTHS), width))
+        widths[key] = str(width).upper() if width not in ("", None) else None
     fw = spec.get("expected_fw_ver")
     if fw in ("", None):
         fw = None
@@ -168,7 +169,8 @@ def validate_spec(spec):
         "expected_rate_gbps": _opt_number(spec.get("expected_rate_gbps"), "spec.expected_rate_gbps"),
         "expected_storage_rate_gbps": _opt_number(spec.get("expected_storage_rate_gbps"),
                                                   "spec.expected_storage_rate_gbps"),
-        "min_width": str(width).upper() if width else None,
+        "min_width": widths["min_width"],
+        "min_storage_width": widths["min_storage_width"],
         "expected_fw_ver": fw,
     }
 
@@ -436,6 +438,24 @@ class Fabric:
             if linked and not any(r.get("sm_lid") for r in linked if r.get("state") in ("ACTIVE", "ARMED")):
                 out[rail] = linked
         return out
+
+
+def host_references(hosts, host, spec=None):
+    """What ``host``'s ports are compared with where ``spec`` is silent, from the hosts of its group (``hosts``, as
+    ``validate_hosts`` takes them: ``{name: {group, rdma}}``): ``{rate_gbps: {compute, storage}, width: {compute,
+    storage} ("4X"), mtu: {netdev: MTU}}`` (None where the group has no value). The health role keeps these as the
+    host's expected state: the fabric's values, not what one host has on a bad day."""
+    fabric = Fabric(validate_hosts(hosts), validate_spec(spec or {}))
+    group = fabric.hosts[host]["group"]
+    out = {"rate_gbps": {}, "width": {}, "mtu": {}}
+    for role in CHECKED_ROLES:
+        declared = fabric.spec["expected_rate_gbps" if role == "compute" else "expected_storage_rate_gbps"]
+        out["rate_gbps"][role] = declared if declared is not None else fabric.reference("rate_gbps", group, role)
+        lanes = fabric.reference("width", group, role)
+        out["width"][role] = "%dX" % lanes if lanes else None
+    for netdev, _mtu, _dev, key in fabric.host_netdevs(host):
+        out["mtu"][netdev] = fabric.reference("mtu", group, key)
+    return out
 
 
 def board_of(dev):

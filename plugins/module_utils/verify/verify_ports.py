@@ -181,10 +181,12 @@ def check_rate(fabric, host):
 
 
 def _width_expected(fabric, group, role):
-    """(lanes, where they come from) of the ports of ``role``: spec.min_width is the compute ports'."""
-    declared = fabric.spec["min_width"] if role == "compute" else None
+    """(lanes, where they come from) of the ports of ``role``: spec.min_width is the compute ports',
+    spec.min_storage_width the storage ports'."""
+    key = "min_width" if role == "compute" else "min_storage_width"
+    declared = fabric.spec.get(key)
     if declared:
-        return width_lanes(declared), "spec min_width"
+        return width_lanes(declared), "spec %s" % key
     if role == "compute":
         return fabric.reference("width", group, role), "most common width of the %s group" % group
     return fabric.reference("width", group, role), "most common width of the %s ports of the %s group" % (role, group)

@@ -11,16 +11,20 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 import simhost
 from simhost.firmware import set_cable
 
+from ansible_collections.hpcnet.rdma.plugins.filter.health import health_fabric_reference
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health import cli  # noqa: F401 (the program's code)
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health import slurm, thresholds
-from ansible_collections.hpcnet.rdma.plugins.module_utils.health.deploy import DeployError, deploy
+from ansible_collections.hpcnet.rdma.plugins.module_utils.health.deploy import DeployError, _facts, deploy
+from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import infiniband
 from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import SubprocessRunner
 
 KIT = Path(__file__).resolve().parents[2] / "simhost"
+ROLES = Path(__file__).resolve().parents[3] / "roles"
 PYTHON = shutil.which("python3", path="/usr/bin:/bin") or "python3"
 
 
@@ -269,15 +273,15 @@ def test_qos_drift_is_found_by_the_full_check_and_left_to_it_by_a_sysfs_only_run
 
 def test_a_p_key_gone_from_a_port_is_an_error(ib_host):
     tmp, root = ib_host
-    table = root / "class/infiniband/mlx5_4/ports/1/pkeys"
-    (table / "1").write_text("0x8001\n")
-    result = installed(tmp, root)
+    compute = {"name": "compute", "pkey": 1, "members": [{"selector": "ALL", "membership": "full"}]}
+    for dev in range(8):
+        (root / ("class/infiniband/mlx5_%d/ports/1/pkeys/1" % dev)).write_text("0x8001\n")
+    result = installed(tmp, root, **role_declared(_facts(params(tmp, root)), [compute]))
     assert result["expected"]["expect"]["pkeys"]["mlx5_4:1"] == ["0xffff", "0x8001"]
     assert program(tmp).returncode == 0
-    (table / "1").write_text("0x0000\n")
+    (root / "class/infiniband/mlx5_4/ports/1/pkeys/1").write_text("0x0000\n")
     gone = program(tmp)
     assert gone.returncode == 1 and gone.stdout.splitlines()[0] == "mlx5_4:1 0x8001 missing (expected P_Keys 0xffff, 0x8001)"
-
 
 
 def _reboot_without(root, pci):
@@ -461,7 +465,7 @@ def test_each_netdev_keeps_its_own_mtu(ib_host):
     tmp, root = ib_host
     (root / "class/net/ibp64s0/mtu").write_text("2044\n")
     (root / "class/net/ibp24s0/mtu").write_text("4092\n")
-    result = installed(tmp, root)
+    result = installed(tmp, root, netdev_mtu={"ibp24s0": 4092, "ibp64s0": 2044})
     assert result["health"]["ok"], result["health"]
     assert result["expected"]["expect"]["netdev_mtu"]["ibp64s0"] == 2044
     assert program(tmp).returncode == 0
@@ -476,3 +480,128 @@ def test_the_plays_own_groups_are_no_part_of_the_expected_state(ib_host):
                    SubprocessRunner(), False)
     assert first["expected"]["fabrics"] == ["infiniband"]
     assert not deploy(params(tmp, root, fabrics=["infiniband"]), SubprocessRunner(), False)["changed"]
+
+
+# ---- the expected state comes from the declaration and the fabric, never from the host's bad day -----------------
+def _template(text, scope):
+    """A role's Jinja expression as Ansible templates it."""
+    from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel
+    from ansible.template import Templar, trust_as_template  # pylint: disable=import-outside-toplevel
+    return Templar(loader=DataLoader(), variables=scope).template(trust_as_template(text))
+
+
+def _task(path, module):
+    return next(t for t in yaml.safe_load((ROLES / path).read_text()) if module in t)
+
+
+HEALTH_ARGS = _task("health/tasks/rdma_health.yml", "hpcnet.rdma.rdma_health")["hpcnet.rdma.rdma_health"]
+IB_HANDOFF = _task("infiniband/tasks/preflight.yml", "ansible.builtin.set_fact")["ansible.builtin.set_fact"]
+
+
+def role_declared(rdma, partitions=(), ipoib=None, roce_declared_mtu=None):
+    """What the health role hands the module of what the fabric roles configure: the infiniband role's plan of this
+    host through its preflight's hand-off (infiniband_declared), then the health task's arguments, each templated as
+    Ansible does (the wiring under test, not a copy of it)."""
+    plan = infiniband.plan(rdma, list(partitions), {}, ipoib or {}, False, 0, [], {}, 1)
+    assert not plan["errors"], plan["errors"]
+    scope = {"infiniband_declared": _template(IB_HANDOFF["infiniband_declared"], {"__infiniband_plan_now": plan}),
+             "roce_declared_mtu": roce_declared_mtu or {}}
+    return dict((key, _template(HEALTH_ARGS[key], scope)) for key in ("pkeys", "ipoib", "netdev_mtu"))
+
+
+def _half_rate(root, *devices):
+    """The ports' links trained at HDR (200 Gb/s), as with a cable of a lower class or a switch port set lower."""
+    for dev in devices:
+        (root / ("class/infiniband/%s/ports/1/rate" % dev)).write_text("200 Gb/sec (4X HDR)\n")
+
+
+def test_a_port_at_half_rate_at_install_is_held_to_the_fabrics_rate_and_named(ib_host):
+    tmp, root = ib_host
+    peer = tmp / "peer"
+    simhost.build_tree(simhost.load("cx7_ib_ndr_8x"), peer)
+    _half_rate(root, "mlx5_3")
+    hostvars = {"node01": {"ansible_facts": {"rdma": _facts(params(tmp, root))}},
+                "node02": {"ansible_facts": {"rdma": _facts(params(tmp, peer))}}, "mgmt": {}}
+    groups = {"infiniband": ["node01", "node02"]}
+    reference = health_fabric_reference(hostvars, ["node01", "node02", "mgmt"], groups, "node01")
+    assert reference["rate_gbps"]["compute"] == 400 and reference["width"]["compute"] == "4X"
+    first = installed(tmp, root, fabric_reference=reference)
+    assert first["expected"]["spec"]["expected_rate_gbps"] == 400
+    assert not first["health"]["ok"] and first["health"]["reason"].startswith("mlx5_3:1 "), first["health"]
+    assert [(f["check"], f["device"]) for f in first["health"]["findings"] if f["severity"] == "error"] == [
+        ("rate", "mlx5_3")]
+    assert "mlx5_3:1" in first["warnings"][0] and "fails its health check at install" in first["warnings"][0]
+    out = program(tmp)
+    assert out.returncode == 1 and out.stdout.splitlines()[0] == first["health"]["reason"]
+    # the role again on a host that got worse (most of its rails at HDR): the fabric's rate stays the expected one
+    _half_rate(root, "mlx5_0", "mlx5_1", "mlx5_2", "mlx5_4")
+    hostvars["node01"]["ansible_facts"]["rdma"] = _facts(params(tmp, root))
+    again = installed(tmp, root, fabric_reference=health_fabric_reference(hostvars, ["node01", "node02"], groups,
+                                                                          "node01"))
+    assert not again["changed"] and again["expected"] == first["expected"]
+    assert sorted(f["device"] for f in again["health"]["findings"] if f["check"] == "rate") == [
+        "mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4"]
+    # declared, it wins over the fabric's
+    declared = installed(tmp, root, expected_rate_gbps=200.0, fabric_reference=reference)
+    assert declared["expected"]["spec"]["expected_rate_gbps"] == 200 and declared["health"]["ok"], declared["health"]
+
+
+def test_without_the_fabric_the_rate_is_the_rule_over_the_hosts_own_ports(ib_host):
+    tmp, root = ib_host
+    _half_rate(root, "mlx5_3")
+    result = installed(tmp, root)
+    assert result["expected"]["spec"]["expected_rate_gbps"] == 400
+    assert result["expected"]["spec"]["min_width"] == "4X" and not result["health"]["ok"]
+
+
+def test_a_partition_missing_at_install_is_expected_all_the_same(ib_host):
+    tmp, root = ib_host
+    compute = {"name": "compute", "pkey": 2, "members": [{"selector": "ALL", "membership": "full"}]}
+    declared = role_declared(_facts(params(tmp, root)), [compute])
+    first = installed(tmp, root, **declared)
+    assert first["expected"]["expect"]["pkeys"]["mlx5_0:1"] == ["0xffff", "0x8002"]
+    assert not first["health"]["ok"]
+    assert first["health"]["reason"] == "mlx5_0:1 0x8002 missing (expected P_Keys 0xffff, 0x8002) (+7 more)"
+    assert not installed(tmp, root, **declared)["changed"]
+    for dev in range(8):  # the SM sweeps: every port gets the partition
+        (root / ("class/infiniband/mlx5_%d/ports/1/pkeys/1" % dev)).write_text("0x8002\n")
+    assert program(tmp).returncode == 0
+
+
+def test_an_ipoib_interface_down_at_install_stays_expected_up(ib_host):
+    tmp, root = ib_host
+    (root / "class/net/ibp64s0/operstate").write_text("down\n")
+    declared = role_declared(_facts(params(tmp, root)), ipoib={"pools": {"ibp24s0": "10.10.0.0/24",
+                                                                          "ibp64s0": "10.10.1.0/24"}})
+    assert declared["ipoib"] == ["ibp24s0", "ibp64s0"]
+    result = installed(tmp, root, **declared)
+    assert result["expected"]["expect"]["ipoib"] == ["ibp24s0", "ibp64s0"]
+    assert not result["health"]["ok"] and result["health"]["reason"].startswith("mlx5_1:1 ibp64s0 down"), \
+        result["health"]["reason"]
+    (root / "class/net/ibp64s0/operstate").write_text("up\n")
+    assert program(tmp).returncode == 0
+
+
+def test_an_mtu_wrong_at_install_is_held_to_the_declared_profile(ib_host):
+    tmp, root = ib_host
+    (root / "class/net/ibp24s0/mtu").write_text("1500\n")
+    declared = role_declared(_facts(params(tmp, root)), ipoib={"pools": {"ibp24s0": "10.10.0.0/24"}},
+                             roce_declared_mtu={"enp12s0np0": 9000})
+    assert declared["netdev_mtu"] == {"enp12s0np0": 9000, "ibp24s0": 2044}
+    result = installed(tmp, root, **declared)
+    assert result["expected"]["expect"]["netdev_mtu"]["ibp24s0"] == 2044
+    assert result["health"]["reason"] == "mlx5_0:1 1500 on ibp24s0 (expected 2044 (declared))", result["health"]
+    (root / "class/net/ibp24s0/mtu").write_text("2044\n")
+    assert program(tmp).returncode == 0
+
+
+def test_a_port_down_at_install_stays_expected_active(ib_host):
+    tmp, root = ib_host
+    set_cable(root, "mlx5_1", 1, False)
+    result = installed(tmp, root)
+    port = [p for p in result["expected"]["ports"] if p["device"] == "mlx5_1"]
+    assert port and port[0]["role"] == "compute" and port[0]["rail"] == 1 and "state" not in port[0]
+    assert result["health"]["reason"] == "mlx5_1:1 DOWN (expected ACTIVE 400 Gb/s)"
+    set_cable(root, "mlx5_1", 1, True)
+    assert program(tmp).returncode == 0
+    assert not installed(tmp, root)["changed"]

@@ -388,3 +388,15 @@ def test_pkey_index_prefers_exact_then_full_and_skips_holes():
     for bad in (0, 0x8000, 0x10000, "x"):
         with pytest.raises(ib.PartitionConfigError, match="is not a P_Key"):
             ib.pkey_index(["0xffff"], bad)
+
+
+def test_member_pkeys_by_selector_guid_self_and_membership():
+    conf = ("Default=0x7fff, ipoib : ALL=full ;\n"
+            "compute=0x0002 : ALL_CAS=limited, 0x0000000000000011=full ;\n"
+            "storage=0x0003 : 0x0000000000000012 ;\n"
+            "mgmt=0x0004 : SELF=both ;\n"
+            "switches=0x0005 : ALL_SWITCHES=full ;\n")
+    parts = ib.parse_partitions(conf)
+    assert ib.member_pkeys(parts, "0x0000000000000011") == ["0xffff", "0x8002"]
+    assert ib.member_pkeys(parts, 0x12) == ["0xffff", "0x0002", "0x0003"]
+    assert ib.member_pkeys(parts, "0x0000000000000013", self_port=True) == ["0xffff", "0x0002", "0x8004"]

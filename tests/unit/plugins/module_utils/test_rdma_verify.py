@@ -476,3 +476,26 @@ def test_sminfo_that_is_not_a_dict_of_outputs_names_the_host_key(build, bad):
     hosts["ib01"]["sminfo"] = bad
     with pytest.raises(vf.VerifyInputError, match=r"hosts\.ib01\.sminfo must be a dict"):
         v.verify(hosts, {})
+
+
+# ------------------------------------------------------------------------------ the references one host is held to
+def test_host_references_are_the_groups_not_the_hosts_own(build):
+    def hdr(prof):
+        for dev in prof["devices"]:
+            port_of(prof, dev["name"])["rate"] = "200 Gb/sec (4X HDR)"
+    hosts = healthy(build, n_roce=0)
+    hosts["ib03"] = {"group": "infiniband", "rdma": build(IB, 3, tweak=hdr, key="all_hdr")}
+    refs = vf.host_references(hosts, "ib03")
+    assert refs["rate_gbps"] == {"compute": 400.0, "storage": None}
+    assert refs["width"] == {"compute": "4X", "storage": None}
+    assert refs["mtu"]["ibp24s0"] == 2044 and len(refs["mtu"]) == 8
+    alone = vf.host_references({"ib03": hosts["ib03"]}, "ib03")
+    assert alone["rate_gbps"]["compute"] == 200.0
+    assert vf.host_references(hosts, "ib03", {"expected_rate_gbps": 200})["rate_gbps"]["compute"] == 200.0
+
+
+def test_a_storage_port_is_held_to_the_declared_storage_width(build):
+    hosts = {"roce01": {"group": "roce", "rdma": build(ROCE, 1)}}
+    assert v.verify(hosts, {"min_storage_width": "8X"})["verdict"] == "pass"  # no storage port: nothing to hold
+    with pytest.raises(vf.VerifyInputError, match="spec.min_storage_width must be one of"):
+        v.verify(hosts, {"min_storage_width": "3X"})
