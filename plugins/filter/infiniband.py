@@ -59,10 +59,23 @@ def infiniband_partitions_change(old_text, new_text):
     return infiniband.partitions_change(old_text, new_text)
 
 
+def infiniband_ports_waiting(rdma, ports):
+    """The RDMA facts read now and the plan's ports -> the ports not yet ACTIVE with a LID or still without a P_Key
+    of their ``member_pkeys``: ``[{port, state, lid, active, missing_pkeys}]``."""
+    return infiniband.ports_waiting(rdma, ports)
+
+
+def infiniband_waiting_message(waiting, timeout):
+    """``infiniband_ports_waiting``'s ports still waited for after ``timeout`` seconds -> the role's failure message."""
+    return infiniband.waiting_message(waiting, timeout)
+
+
 class FilterModule:
     """hpcnet.rdma infiniband filters."""
 
     def filters(self):
         return {"infiniband_plan": infiniband_plan, "infiniband_link_type_mlxconfig": infiniband_link_type_mlxconfig,
                 "infiniband_sminfo": infiniband_sminfo,
-                "infiniband_partitions_change": infiniband_partitions_change}
+                "infiniband_partitions_change": infiniband_partitions_change,
+                "infiniband_ports_waiting": infiniband_ports_waiting,
+                "infiniband_waiting_message": infiniband_waiting_message}

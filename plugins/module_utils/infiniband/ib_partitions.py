@@ -439,3 +439,30 @@ def pkey_index(pkeys, pkey):
             continue
         found.append((number != want, not number & FULL_BIT, int(index)))
     return min(found)[2] if found else None
+
+
+def member_pkeys(partitions, port_guid):
+    """The P_Keys opensm puts in the table of the CA port ``port_guid`` (int or ``0x...``) from a parsed
+    partitions.conf (:func:`parse_partitions`), as the table shows them (``0x8002`` for a full member, ``0x0003`` for
+    a limited one), sorted. A port is a member of a definition through ALL, ALL_CAS or its port GUID; opensm applies
+    members in file order and a later entry for a port replaces the earlier one (``osm_prtn_add_port``: "already in
+    partition ... Will overwrite"), across every definition of the same P_Key. ``both`` counts as full (the full
+    P_Key is in the table either way). SELF (the master SM's own port) is not counted: which port that is depends on
+    the election, not on the file. A file without a 0x7fff definition gives every port but the SM's own a limited
+    0x7fff (opensm's implicit ``Default=0x7fff : ALL=limited, SELF=full ;``)."""
+    guid = guid_value(port_guid)
+    membership = {}
+    if not any(part.get("pkey") == DEFAULT_PKEY for part in partitions or []):
+        membership[DEFAULT_PKEY] = "limited"
+    for part in partitions or []:
+        if part.get("pkey") is None:
+            continue
+        for member in part.get("members") or []:
+            if member.get("guid") is not None:
+                hit = member["guid"] == guid
+            else:
+                hit = member.get("selector") in ("ALL", "ALL_CAS")
+            if hit:
+                membership[part["pkey"]] = member["membership"]
+    return sorted("0x%04x" % (pkey | (FULL_BIT if how in ("full", "both") else 0))
+                  for pkey, how in membership.items())
