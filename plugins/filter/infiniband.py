@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import infiniband
+from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import infiniband, opensm
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import card_port
 
 __metaclass__ = type
@@ -59,10 +59,36 @@ def infiniband_partitions_change(old_text, new_text):
     return infiniband.partitions_change(old_text, new_text)
 
 
+def infiniband_ports_waiting(rdma, ports):
+    """The RDMA facts read now and the plan's ports -> the ports not yet ACTIVE with a LID or still without a P_Key
+    of their ``member_pkeys``: ``[{port, state, lid, active, missing_pkeys}]``."""
+    return infiniband.ports_waiting(rdma, ports)
+
+
+def infiniband_waiting_message(waiting, timeout):
+    """``infiniband_ports_waiting``'s ports still waited for after ``timeout`` seconds -> the role's failure message."""
+    return infiniband.waiting_message(waiting, timeout)
+
+
+def infiniband_sm_units(instances, distro_units, files):
+    """The plan's ``sm``, the distribution's opensm units and the registered writes of the opensm files ->
+    ``{daemon_reload, units: [{name, state, enabled, guid}]}`` (module_utils/infiniband/opensm.py)."""
+    return opensm.units(instances, distro_units, files)
+
+
+def infiniband_sm_actions(instances, files, started, partitions_old, partitions_new, partitions_written):
+    """The plan's ``sm`` and the registered results of sm_instances.yml -> what each running opensm instance needs
+    to take this run's configuration: ``[{guid, state: restarted|reloaded}]``."""
+    return opensm.actions(instances, files, started, partitions_old, partitions_new, partitions_written)
+
+
 class FilterModule:
     """hpcnet.rdma infiniband filters."""
 
     def filters(self):
         return {"infiniband_plan": infiniband_plan, "infiniband_link_type_mlxconfig": infiniband_link_type_mlxconfig,
                 "infiniband_sminfo": infiniband_sminfo,
-                "infiniband_partitions_change": infiniband_partitions_change}
+                "infiniband_partitions_change": infiniband_partitions_change,
+                "infiniband_ports_waiting": infiniband_ports_waiting,
+                "infiniband_waiting_message": infiniband_waiting_message,
+                "infiniband_sm_units": infiniband_sm_units, "infiniband_sm_actions": infiniband_sm_actions}

@@ -441,24 +441,28 @@ def pkey_index(pkeys, pkey):
     return min(found)[2] if found else None
 
 
-def member_pkeys(partitions, guid, self_port=False):
-    """The P_Keys opensm puts in the P_Key table of the HCA port ``guid`` (int or ``0x...``), from ``partitions``
-    (:func:`parse_partitions`): ``["0xffff", "0x8002", "0x0003"]`` in file order, one per P_Key the port is a member
-    of, with the full-member bit for a full member. A port is a member of a definition that names ``ALL``, ``ALL_CAS``
-    (an HCA port is a CA port), its GUID, or ``SELF`` when it is the SM's own port (``self_port``: an opensm instance
-    of this host is bound to it). Its membership is full when any of the definitions of that P_Key that name it make
-    it full (``both`` is full: opensm gives both entries only with ``allow_both_pkeys TRUE``, which the role does not
-    set), else limited (opensm's pkey manager, ``osm_pkey_mgr.c``, keeps the full entry over the limited one)."""
-    want = guid_value(guid)
-    order, found = [], {}
+def member_pkeys(partitions, port_guid):
+    """The P_Keys opensm puts in the table of the CA port ``port_guid`` (int or ``0x...``) from a parsed
+    partitions.conf (:func:`parse_partitions`), as the table shows them (``0x8002`` for a full member, ``0x0003`` for
+    a limited one), sorted. A port is a member of a definition through ALL, ALL_CAS or its port GUID; opensm applies
+    members in file order and a later entry for a port replaces the earlier one (``osm_prtn_add_port``: "already in
+    partition ... Will overwrite"), across every definition of the same P_Key. ``both`` counts as full (the full
+    P_Key is in the table either way). SELF (the master SM's own port) is not counted: which port that is depends on
+    the election, not on the file. A file without a 0x7fff definition gives every port but the SM's own a limited
+    0x7fff (opensm's implicit ``Default=0x7fff : ALL=limited, SELF=full ;``)."""
+    guid = guid_value(port_guid)
+    membership = {}
+    if not any(part.get("pkey") == DEFAULT_PKEY for part in partitions or []):
+        membership[DEFAULT_PKEY] = "limited"
     for part in partitions or []:
         if part.get("pkey") is None:
             continue
         for member in part.get("members") or []:
-            selector = member.get("selector")
-            if selector in ("ALL", "ALL_CAS") or (selector == "SELF" and self_port) or (
-                    want is not None and member.get("guid") == want):
-                if part["pkey"] not in found:
-                    order.append(part["pkey"])
-                found[part["pkey"]] = found.get(part["pkey"]) or member.get("membership") in ("full", "both")
-    return ["0x%04x" % (pkey | FULL_BIT if found[pkey] else pkey) for pkey in order]
+            if member.get("guid") is not None:
+                hit = member["guid"] == guid
+            else:
+                hit = member.get("selector") in ("ALL", "ALL_CAS")
+            if hit:
+                membership[part["pkey"]] = member["membership"]
+    return sorted("0x%04x" % (pkey | (FULL_BIT if how in ("full", "both") else 0))
+                  for pkey, how in membership.items())

@@ -304,13 +304,16 @@ def plan(rdma, partitions, default_overrides, ipoib, sm, sm_priority, sm_devices
     if sm is True and not instances:
         errors.append("infiniband_sm is true but this host has no InfiniBand port with a port GUID to bind opensm "
                       "to%s" % (" among infiniband_sm_devices %s" % ", ".join(sm_devices) if sm_devices else ""))
-    conf, pkeys = None, {}
+    conf = None
     if not errors:
         try:
             conf = ibr.render_partitions([default_part] + resolved)
-            pkeys = port_pkeys(ports, ibp.parse_partitions(conf), instances)
+            parsed = ibp.parse_partitions(conf)
         except ibp.PartitionConfigError as exc:
             errors.append("infiniband_partitions: %s" % exc)
+        else:
+            managed = set(subnet for info in sm_hosts.values() if info["sm"] is True for subnet in info["rails"])
+            ports = member_pkeys(ports, parsed, managed | set(i["subnet"] for i in instances))
     if part_errors:
         netdevs, ipoib_errors = [], []
     else:
@@ -319,15 +322,55 @@ def plan(rdma, partitions, default_overrides, ipoib, sm, sm_priority, sm_devices
     link_type_ports, link_type_errors = ibports.link_type_plan(rdma, link_type_devices or [], keep_netdevs, fabrics)
     errors.extend(link_type_errors)
     return {"ports": ports, "link_type_ports": link_type_ports, "sm": instances, "partitions": resolved,
-            "partitions_conf": conf, "pkeys": pkeys, "ipoib": netdevs, "errors": errors}
+            "partitions_conf": conf, "pkeys": port_pkeys(ports), "ipoib": netdevs, "errors": errors}
 
 
-def port_pkeys(ports, parsed, instances):
-    """``{port GUID: [P_Key]}``: what the SM puts in the P_Key table of each of this host's ports (``ports``:
-    :func:`ib_ports`) from the partitions.conf the role writes (``parsed``), ``SELF`` being the ports this host's opensm
-    instances are bound to (:func:`ib_partitions.member_pkeys` has the membership rule)."""
-    own = set(i["guid"] for i in instances)
-    return dict((p["guid"], ibp.member_pkeys(parsed, p["guid"], p["guid"] in own)) for p in ports if p.get("guid"))
+def port_pkeys(ports):
+    """``{port GUID: [P_Key]}``: the ``member_pkeys`` of each port of the plan (:func:`member_pkeys`) that has any, the
+    P_Keys the health check expects in its table (a port on a subnet whose SM is outside the play has none)."""
+    return dict((p["guid"], p["member_pkeys"]) for p in ports if p.get("guid") and p.get("member_pkeys"))
+
+
+def member_pkeys(ports, parsed, managed):
+    """``ports`` with ``member_pkeys``: the P_Keys (``0x8002``, ``0x0003``) that the partitions.conf the play's
+    opensm instances run with (``parsed``) puts in each port's table, on the subnets an SM host of the play manages
+    (``managed``: ``rail 0``, ``storage 0``); ``[]`` elsewhere (a subnet whose SM is a switch's or a host's outside
+    the play runs its own partitions)."""
+    return [dict(port, member_pkeys=ibp.member_pkeys(parsed, port.get("guid")) if port.get("subnet") in managed
+                 else []) for port in ports]
+
+
+def ports_waiting(rdma, ports):
+    """The plan's ``ports`` not yet as the role wants them in the RDMA facts ``rdma`` read now: ``[{port, state,
+    lid, active, missing_pkeys}]`` (``mlx5_0:1``; ``active``: ACTIVE with a LID, the master SM of the subnet has swept
+    it; ``missing_pkeys``: its ``member_pkeys`` not yet in its P_Key table, the SM has not swept since the partitions
+    changed). A port of the plan that the facts lack counts as not active."""
+    now = dict(("%s:%s" % (p["device"], p["port"]), p) for p in ib_ports(rdma or {}))
+    out = []
+    for want in ports or []:
+        name = "%s:%s" % (want["device"], want["port"])
+        port = now.get(name) or {}
+        active = port.get("state") == "ACTIVE" and bool(port.get("lid"))
+        table = set(_int(pkey) for pkey in port.get("pkeys") or [])
+        missing = [pkey for pkey in want.get("member_pkeys") or [] if _int(pkey) not in table]
+        if not active or missing:
+            out.append({"port": name, "state": port.get("state"), "lid": port.get("lid"), "active": active,
+                        "missing_pkeys": missing})
+    return out
+
+
+def waiting_message(waiting, timeout):
+    """The failure of the ports :func:`ports_waiting` still gives after ``timeout`` seconds: the ports no SM brought
+    up first (no master on their subnet), else the P_Keys missing from their tables (no sweep with the new file)."""
+    inactive = [w["port"] for w in waiting or [] if not w.get("active")]
+    if inactive:
+        return ("%s did not become ACTIVE with a LID within %ss: no subnet manager is master on their subnet. Run one "
+                "with infiniband_sm=true on one or two hosts of each subnet (rail), or check the switch's SM and the "
+                "cables (ibstat)." % (", ".join(inactive), timeout))
+    missing = ["%s lacks %s" % (w["port"], " ".join(w["missing_pkeys"])) for w in waiting or []]
+    return ("%s in its P_Key table %ss after the partitions were written: the master SM of the subnet has not swept "
+            "with the partitions.conf of this run (sminfo names the master; its opensm log says why, e.g. a PARSE "
+            "ERROR, or a master that is not one of the play's SM hosts)." % ("; ".join(missing), timeout))
 
 
 def partition_pkey(partitions, name):

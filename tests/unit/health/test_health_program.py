@@ -277,11 +277,11 @@ def test_a_p_key_gone_from_a_port_is_an_error(ib_host):
     for dev in range(8):
         (root / ("class/infiniband/mlx5_%d/ports/1/pkeys/1" % dev)).write_text("0x8001\n")
     result = installed(tmp, root, **role_declared(_facts(params(tmp, root)), [compute]))
-    assert result["expected"]["expect"]["pkeys"]["mlx5_4:1"] == ["0xffff", "0x8001"]
+    assert result["expected"]["expect"]["pkeys"]["mlx5_4:1"] == ["0x8001", "0xffff"]
     assert program(tmp).returncode == 0
     (root / "class/infiniband/mlx5_4/ports/1/pkeys/1").write_text("0x0000\n")
     gone = program(tmp)
-    assert gone.returncode == 1 and gone.stdout.splitlines()[0] == "mlx5_4:1 0x8001 missing (expected P_Keys 0xffff, 0x8001)"
+    assert gone.returncode == 1 and gone.stdout.splitlines()[0] == "mlx5_4:1 0x8001 missing (expected P_Keys 0x8001, 0xffff)"
 
 
 def _reboot_without(root, pci):
@@ -502,7 +502,9 @@ def role_declared(rdma, partitions=(), ipoib=None, roce_declared_mtu=None):
     """What the health role hands the module of what the fabric roles configure: the infiniband role's plan of this
     host through its preflight's hand-off (infiniband_declared), then the health task's arguments, each templated as
     Ansible does (the wiring under test, not a copy of it)."""
-    plan = infiniband.plan(rdma, list(partitions), {}, ipoib or {}, False, 0, [], {}, 1)
+    # the host runs the subnet's SM (opensm with the role's partitions.conf): its ports get the file's P_Keys
+    plan = infiniband.plan(rdma, list(partitions), {}, ipoib or {}, True, 14, [],
+                           {"node01": {"rdma": rdma, "sm": True, "sm_priority": 14}}, 1)
     assert not plan["errors"], plan["errors"]
     scope = {"infiniband_declared": _template(IB_HANDOFF["infiniband_declared"], {"__infiniband_plan_now": plan}),
              "roce_declared_mtu": roce_declared_mtu or {}}
@@ -559,9 +561,9 @@ def test_a_partition_missing_at_install_is_expected_all_the_same(ib_host):
     compute = {"name": "compute", "pkey": 2, "members": [{"selector": "ALL", "membership": "full"}]}
     declared = role_declared(_facts(params(tmp, root)), [compute])
     first = installed(tmp, root, **declared)
-    assert first["expected"]["expect"]["pkeys"]["mlx5_0:1"] == ["0xffff", "0x8002"]
+    assert first["expected"]["expect"]["pkeys"]["mlx5_0:1"] == ["0x8002", "0xffff"]
     assert not first["health"]["ok"]
-    assert first["health"]["reason"] == "mlx5_0:1 0x8002 missing (expected P_Keys 0xffff, 0x8002) (+7 more)"
+    assert first["health"]["reason"] == "mlx5_0:1 0x8002 missing (expected P_Keys 0x8002, 0xffff) (+7 more)"
     assert not installed(tmp, root, **declared)["changed"]
     for dev in range(8):  # the SM sweeps: every port gets the partition
         (root / ("class/infiniband/mlx5_%d/ports/1/pkeys/1" % dev)).write_text("0x8002\n")
