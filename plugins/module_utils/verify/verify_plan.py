@@ -23,6 +23,7 @@ import math
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import GDR_MODES
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.perftest_rounds import pair_errors
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_nccl import launcher_args
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import GROUP_LINK_LAYER
@@ -71,6 +72,12 @@ def input_errors(inputs, hosts):
         errors.append("verify_min_busbw_gbps must be more than 0 GB/s, or unset; got %s." % (busbw,))
     if get("verify_perftest_pattern") == "pairs":
         errors += pair_errors(list(hosts), get("verify_perftest_pairs"))
+    launcher = get("verify_launcher")
+    own = {"mpirun": get("verify_mpirun_args"), "srun": get("verify_srun_args")}.get(launcher)
+    try:
+        launcher_args(launcher, get("verify_launcher_args"), own)
+    except ValueError as exc:
+        errors.append("%s." % exc)
     return errors
 
 
