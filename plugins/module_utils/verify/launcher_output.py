@@ -69,6 +69,13 @@ _FAILURES = (
      "srun's PMIx plugin timed out wiring the ranks together: the nodes' slurmstepd could not reach each other",
      "check that the nodes reach each other on the management network (PMIx uses TCP between slurmstepd, "
      "SLURM_PMIX_DIRECT_CONN / PMIxDirectConn in mpi.conf) and that every node has the same PMIx version"),
+    ("no_pmi", "srun",
+     (re.compile(r"^The application appears to have been direct launched using \"srun\","),
+      re.compile(r"^but OMPI was not built with SLURM's PMI support")),
+     "srun did not wire the ranks together: it started them without PMIx (no --mpi=pmix and no MpiDefault=pmix in "
+     "slurm.conf), and Open MPI refuses to run a direct-launched rank without it",
+     "set MpiDefault=pmix in slurm.conf (as GPU clusters do; `srun --mpi=list` shows the plugins Slurm has), or add "
+     "--mpi=pmix to verify_srun_args"),
     ("daemons_failed", "mpirun",
      (re.compile(r"^ORTE was unable to reliably start one or more daemons"),
       re.compile(r"^PRTE has lost communication with a remote daemon"),

@@ -16,8 +16,6 @@ HOSTS = [{"inventory_hostname": "roce-node01", "ansible_facts": {"hostname": "ro
          {"inventory_hostname": "roce-node02", "ansible_facts": {"hostname": "roce-node02"}}]
 NO_OUTPUT = {"per_host": {}, "findings": [], "errors": [], "busbw": {}, "evidence": {}, "ranks": None,
              "summary": "command timeout exited with code 255 and printed no NCCL output"}
-# srun's own lines when mpirun's options reach it (glibc getopt's wording, then Slurm's hint)
-SRUN_MCA = "srun: unrecognized option '--mca'\nTry \"srun --help\" for more information\n"
 
 
 def _capture(name):
@@ -26,7 +24,8 @@ def _capture(name):
 
 # ------------------------------------------------------------------------------------------------ the launcher's own error
 def test_srun_refusing_mpiruns_option_is_the_cause_and_the_evidence():
-    v = verify_nccl.test_verdict("all_reduce_perf", "roce", NO_OUTPUT, "", 255, HOSTS, stderr=SRUN_MCA,
+    stderr = _capture("srun-unrecognized-option-01.txt")
+    v = verify_nccl.test_verdict("all_reduce_perf", "roce", NO_OUTPUT, "", 255, HOSTS, stderr=stderr,
                                  launcher="srun", timeout=600)
     [f] = v["findings"]
     assert (f["host"], f["check"], f["found"]) == ("roce-node01", "nccl_tests_exit", "exit code 255")
@@ -56,6 +55,8 @@ def test_an_option_error_of_the_other_launcher_does_not_apply():
     ("mpirun-prte-lost-daemon-01.txt", 1, "mpirun", "daemons_failed",
      "ssh said connect to host (worker_ip) port 22: Connection refused"),
     ("mpirun-not-enough-slots-01.txt", 1, "mpirun", "not_enough_slots", "not enough slots for the 16 ranks"),
+    # Open MPI 4.1 under srun without PMIx does not run alone: it aborts in MPI_Init
+    ("srun-ompi-no-pmi-01.txt", 1, "srun", "no_pmi", "srun did not wire the ranks together: it started them without PMIx"),
 ])
 def test_real_launcher_failures(capture, rc, launcher, kind, words):
     out = launcher_output.classify(launcher, "", _capture(capture), rc, 600)
