@@ -186,3 +186,19 @@ def test_a_wired_job_and_a_job_of_one_host_are_not_ranks_alone():
     four = dict(wired, ranks=4)
     found = verify_nccl.test_verdict("all_reduce_perf", "roce", four, "", 0, HOSTS, launcher="srun", ranks_per_host=4)
     assert [f["check"] for f in found["findings"]] == ["nccl_ranks", "nccl_ranks"]
+
+
+# ------------------------------------------------------------------------------------------------ in the report
+def test_the_launchers_error_reaches_the_json_and_the_html_report():
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import fabric_report, verify_report
+    from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.fabric_report_html import render_html
+    verdict = verify_nccl.test_verdict("all_reduce_perf", "roce", NO_OUTPUT, "", 255, HOSTS,
+                                       stderr=_capture("srun-unrecognized-option-01.txt"), launcher="srun")
+    hosts = [{"inventory_hostname": h["inventory_hostname"], "verify_plan": {"group": "roce"}} for h in HOSTS]
+    report = verify_report.assemble({"hosts": hosts, "spec": {}, "nccl": [verdict]}, 90)
+    assert fabric_report.validate_report(report) == []
+    [finding] = [f for f in report["findings"] if f["check"] == "nccl_tests_exit"]
+    assert finding["evidence"][0] == "srun: unrecognized option '--mca'"
+    assert report["verdict"] == "fail" and report["nccl"]["roce-node01"]["verdict"] == "fail"
+    assert "srun: unrecognized option &#x27;--mca&#x27;" in render_html(report) \
+        or "srun: unrecognized option &#39;--mca&#39;" in render_html(report)
