@@ -15,7 +15,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # ansible-test wants the collection under ansible_collections/NS/NAME, outside this git checkout.
 COLLECTION_TREE := $(or $(TMPDIR),/tmp)/hpcnet-rdma-sanity/ansible_collections/hpcnet/rdma
 
-.PHONY: help venv image demo demo-fault demo-clean test lint sanity unit molecule bench build clean
+.PHONY: help venv image demo demo-fault demo-launcher demo-reboot demo-clean test lint sanity unit molecule bench build clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -44,6 +44,12 @@ demo-fault: venv ## After make demo: PFC off on roce-node02 (verify names it; re
 	$(BIN)/ansible-playbook site.yml -i inventories/demo --limit roce-node02 --tags roce
 	@echo "Fabric report with the fault: $(CURDIR)/fabric-report/fabric-report-fault.html (roce-node02 repaired since)"
 	$(BIN)/ansible-playbook tests/container/demo-fault-cable.yml -i inventories/demo
+
+demo-launcher: venv ## After make demo: nccl-tests through srun with mpirun's options (srun's error), without PMIx (ranks alone), as the docs say (passes)
+	$(BIN)/ansible-playbook tests/container/demo-launcher.yml -i inventories/demo
+
+demo-reboot: venv ## After make demo: a firmware change on roce-node01 through playbooks/rolling_reboot.yml, and back
+	$(BIN)/ansible-playbook tests/container/demo-reboot.yml -i inventories/demo
 
 demo-clean: venv ## Remove the demo containers
 	$(BIN)/ansible-playbook tests/container/demo-down.yml

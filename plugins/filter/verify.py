@@ -41,21 +41,25 @@ def nccl_conf_findings(settings, host, rdma, path="/etc/nccl.conf", fabrics=None
 
 
 def verify_launcher_argv(hosts, launcher, env, launcher_args, program, test_args, timeout, mpirun="mpirun",
-                         srun="srun", ranks_per_host=1):
-    """Host variables of a fabric's hosts -> ``timeout`` + mpirun/srun + the nccl-test's argument list."""
+                         srun="srun", ranks_per_host=1, mpirun_args=None, srun_args=None):
+    """Host variables of a fabric's hosts -> ``timeout`` + mpirun/srun + the nccl-test's argument list; the
+    launcher's own arguments (``mpirun_args``/``srun_args``), else the launcher-neutral ``launcher_args``."""
     try:
-        return verify_nccl.launcher_argv(launcher, hosts, env, launcher_args, program, test_args, timeout, mpirun,
-                                         srun, ranks_per_host)
+        own = {"mpirun": mpirun_args, "srun": srun_args}.get(launcher)
+        return verify_nccl.launcher_argv(launcher, hosts, env, verify_nccl.launcher_args(launcher, launcher_args, own),
+                                         program, test_args, timeout, mpirun, srun, ranks_per_host)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
 
 
-def nccl_test_verdicts(analyses, runs, fabric, hosts, min_busbw=None):
+def nccl_test_verdicts(analyses, runs, fabric, hosts, min_busbw=None, launcher=None, timeout=None, ranks_per_host=1):
     """nccl_transport results + the launcher's results (same order) -> one verdict per nccl-test."""
     verdicts = []
     for analysis, run in zip(analyses or [], runs or []):
         verdicts.append(verify_nccl.test_verdict(run.get("__verify_nccl_test") or run.get("item"), fabric, analysis,
-                                                 run.get("stdout", ""), run.get("rc"), hosts, min_busbw))
+                                                 run.get("stdout", ""), run.get("rc"), hosts, min_busbw,
+                                                 stderr=run.get("stderr", ""), launcher=launcher, timeout=timeout,
+                                                 ranks_per_host=ranks_per_host))
     return verdicts
 
 

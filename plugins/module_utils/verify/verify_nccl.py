@@ -5,9 +5,13 @@
 
 - ``launcher_argv``: OpenMPI ``mpirun`` (one rank per host by default, ``-x`` for every NCCL/launcher variable) or
   Slurm ``srun`` (``--nodelist``, ``--export=ALL``), wrapped in coreutils ``timeout`` so that a hung job ends.
+- ``launcher_args``: the arguments of the launcher the run uses (``verify_mpirun_args`` or ``verify_srun_args``, or
+  the launcher-neutral ``verify_launcher_args``; both at once is refused by ``verify_plan.input_errors``).
 - ``test_verdicts``: an ``hpcnet.rdma.nccl_transport`` analysis of the run's output plus nccl-tests' own footer ->
   per inventory host ``{net_transport, link_layer, gdr, fallback_to_socket, busbw_gbps}`` and findings: unmet
-  expectations (the analyser's findings, with NCCL's own error meanings), wrong results (a non-zero ``#wrong`` or
+  expectations (the analyser's findings, with NCCL's own error meanings), a failed launch (the launcher's own error,
+  ``launcher_output``, with the last lines of its stderr and stdout), ranks that ran alone (NCCL's communicators
+  smaller than the job: the launcher did not wire the ranks together), wrong results (a non-zero ``#wrong`` or
   ``# Out of bounds values : N FAILED``) and a bus bandwidth under the threshold.
 """
 
@@ -17,7 +21,11 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import launcher_output
+
 LAUNCHERS = ("mpirun", "srun")
+# each launcher's own argument list (the role's variable), next to the launcher-neutral verify_launcher_args
+LAUNCHER_ARGS = {"mpirun": "verify_mpirun_args", "srun": "verify_srun_args"}
 _OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)\s*$", re.M)
 _AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.]+)", re.M)
 _LINK_LAYER = {"InfiniBand": "IB", "IB": "IB", "RoCE": "RoCE", "Ethernet": "RoCE"}
@@ -28,6 +36,16 @@ def launch_address(hostvars):
     facts = hostvars.get("ansible_facts") or {}
     return (hostvars.get("verify_oob_address") or (facts.get("default_ipv4") or {}).get("address")
             or hostvars.get("ansible_host") or hostvars.get("inventory_hostname"))
+
+
+def launcher_args(launcher, common=None, own=None):
+    """The arguments of the launcher the run uses: its own list (``verify_mpirun_args``/``verify_srun_args``), else
+    the launcher-neutral ``verify_launcher_args``. Raises ValueError when both are given (which one was meant?)."""
+    if common and own:
+        raise ValueError("verify_launcher_args and %s are both set for verify_launcher=%s: give the arguments once, "
+                         "in %s (verify_launcher_args is for arguments of whichever launcher runs)"
+                         % (LAUNCHER_ARGS.get(launcher), launcher, LAUNCHER_ARGS.get(launcher)))
+    return list(own or common or [])
 
 
 def launcher_argv(launcher, hosts, env, launcher_args, program, test_args, timeout, mpirun="mpirun", srun="srun",
@@ -120,14 +138,48 @@ def _role_findings(entries, hosts):
     return out
 
 
-def test_verdict(test, fabric, analysis, stdout, rc, hosts, min_busbw=None):
-    """One nccl-test run -> ``{test, fabric, rc, summary, hosts: {host: verdict}, findings, busbw, evidence}``."""
+def _ranks_alone(analysis, hosts, launcher, ranks_per_host):
+    """Findings when NCCL's communicators are smaller than the job (``nranks 1`` where the fabric has more hosts): the
+    launcher started the processes, but not as one MPI job, so each ran alone (NCCL used no network, bus bandwidth 0).
+    One finding per host of the run; none when the log shows no communicator size."""
+    expected = len(hosts) * max(1, int(ranks_per_host or 1))
+    nranks = analysis.get("ranks")
+    if not isinstance(nranks, int) or expected < 2 or nranks >= expected:
+        return []
+    seen = len(analysis.get("hosts") or []) or len(analysis.get("per_host") or {})
+    if launcher == "srun":
+        cause = ("srun did not wire the ranks together: without PMIx (no --mpi=pmix and no MpiDefault=pmix in "
+                 "slurm.conf) it starts each rank as its own %d-rank job, so NCCL used no network and the bus "
+                 "bandwidth is 0" % nranks)
+        fix = ("set MpiDefault=pmix in slurm.conf (as GPU clusters do; `srun --mpi=list` shows the plugins Slurm "
+               "has), or add --mpi=pmix to verify_srun_args")
+    else:
+        cause = ("%s did not wire the ranks together: each process started its own %d-rank job (nccl-tests built "
+                 "without MPI=1, or against another MPI than the launcher's), so NCCL used no network and the bus "
+                 "bandwidth is 0" % (launcher or "the launcher", nranks))
+        fix = ("build nccl-tests with MPI=1 against the MPI of verify_mpirun (MPI_HOME), or launch it with the "
+               "launcher of the MPI it was built with")
+    found = "NCCL's communicator has %d rank%s (nranks %d)%s" % (
+        nranks, "" if nranks == 1 else "s", nranks,
+        ", on each of %d hosts" % seen if seen > 1 else "")
+    return [_finding(h.get("inventory_hostname"), "nccl_ranks",
+                     "one communicator of %d ranks (%d hosts x %d)" % (expected, len(hosts), expected // len(hosts)),
+                     found, cause, fix) for h in hosts]
+
+
+def test_verdict(test, fabric, analysis, stdout, rc, hosts, min_busbw=None, stderr="", launcher=None, timeout=None,
+                 ranks_per_host=1):
+    """One nccl-test run -> ``{test, fabric, rc, summary, hosts: {host: verdict}, findings, busbw, evidence}``.
+
+    ``launcher`` (``mpirun``/``srun``), ``stderr`` and ``timeout`` explain a failed launch; ``ranks_per_host`` gives
+    the job's size (hosts x ranks) that NCCL's communicators must have."""
     names = [h.get("inventory_hostname") for h in hosts]
-    launcher = names[0] if names else None
+    first = names[0] if names else None
     entries = _host_entries(analysis, hosts)
     busbw = analysis.get("busbw") or {}
     foot = footer(stdout)
     avg = busbw.get("avg_busbw_gbps") if busbw.get("avg_busbw_gbps") is not None else foot["avg_busbw"]
+    failure = launcher_output.classify(launcher, stdout, stderr, rc, timeout)
     findings = []
     for name in names:
         entry = entries.setdefault(name, {"net_transport": None, "link_layer": None, "gdr": None,
@@ -137,21 +189,24 @@ def test_verdict(test, fabric, analysis, stdout, rc, hosts, min_busbw=None):
         culprit = next((n for n in names if re.search(r"\b%s\b" % re.escape(n), message)), None)
         errors = [e.get("meaning") or e.get("text") for e in analysis.get("errors") or []][:2]
         findings.append(_finding(
-            culprit or launcher, "nccl_transport", "NCCL over %s with the fabric's HCAs" % fabric, message,
+            culprit or first, "nccl_transport", "NCCL over %s with the fabric's HCAs" % fabric, message,
             "; ".join(e for e in errors if e) or "NCCL did not use the fabric as expected (see the evidence lines)",
             "check NCCL_IB_HCA, NCCL_IB_GID_INDEX and nvidia_peermem on the hosts named; rerun "
             "ansible-playbook hpcnet.rdma.site --tags nccl,rdma_host to rewrite them from facts"))
-    if rc not in (0, None) and not findings:
-        findings.append(_finding(
-            launcher, "nccl_tests_exit", "exit code 0", "exit code %s" % rc,
-            "the launcher or nccl-tests failed: %s" % (analysis.get("summary") or "no NCCL output"),
-            "read the evidence lines; check passwordless SSH (mpirun) or the Slurm allocation (srun), and that "
-            "%s exists on every host" % test))
+        if failure:
+            findings[-1]["evidence"] = failure["evidence"]
+    if failure and (failure["kind"] not in ("exit_code", "collective_failed") or not findings):
+        findings.insert(0, dict(_finding(
+            first, "nccl_tests_exit", "exit code 0", "exit code %s" % rc,
+            failure["cause"] if failure["kind"] != "exit_code" or not analysis.get("summary")
+            else "%s: %s" % (failure["cause"], analysis["summary"]), failure["fix"]),
+            evidence=failure["evidence"]))
+    findings += _ranks_alone(analysis, hosts, launcher, ranks_per_host)
     findings += _role_findings(entries, hosts)
     wrong = _wrong_rows(busbw)
     if wrong or (foot["out_of_bounds"] or 0) > 0:
         findings.append(_finding(
-            launcher, "nccl_tests_wrong_results", "#wrong 0 and 'Out of bounds values : 0 OK'",
+            first, "nccl_tests_wrong_results", "#wrong 0 and 'Out of bounds values : 0 OK'",
             "; ".join(wrong[:4] + (["Out of bounds values : %d FAILED" % foot["out_of_bounds"]]
                                    if foot["out_of_bounds"] else [])),
             "the collective returned wrong data: a GPU, NIC or driver corrupts data in flight (memory errors, PCIe "
@@ -160,7 +215,7 @@ def test_verdict(test, fabric, analysis, stdout, rc, hosts, min_busbw=None):
             "for GDR) and the HCA's firmware"))
     if min_busbw is not None and avg is not None and float(avg) < float(min_busbw):
         findings.append(_finding(
-            launcher, "nccl_busbw", ">= %s GB/s average bus bandwidth" % min_busbw, "%s GB/s" % avg,
+            first, "nccl_busbw", ">= %s GB/s average bus bandwidth" % min_busbw, "%s GB/s" % avg,
             "NCCL runs, but slower than the threshold: a port below line rate, congestion without PFC/ECN, or "
             "traffic on fewer rails than the hosts have",
             "compare with the perftest matrix of this report; check the counter deltas for pause frames and "

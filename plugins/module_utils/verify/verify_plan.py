@@ -24,6 +24,7 @@ import math
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.host_settings import GDR_MODES
 from ansible_collections.hpcnet.rdma.plugins.module_utils.host.nccl_hca import entry_devices, parse_hca_list
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.perftest_rounds import pair_errors
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_nccl import launcher_args
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import GROUP_LINK_LAYER
@@ -77,6 +78,12 @@ def input_errors(inputs, hosts):
         # the report is written last: an empty directory would fail after every test has run
         errors.append("verify_report_dir must name a directory on the controller for fabric-report.json and "
                       "fabric-report.html (default fabric-report in the current directory); got %r." % (report_dir,))
+    launcher = get("verify_launcher")
+    own = {"mpirun": get("verify_mpirun_args"), "srun": get("verify_srun_args")}.get(launcher)
+    try:
+        launcher_args(launcher, get("verify_launcher_args"), own)
+    except ValueError as exc:
+        errors.append("%s." % exc)
     return errors
 
 
