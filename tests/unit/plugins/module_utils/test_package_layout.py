@@ -113,3 +113,15 @@ def test_programs_run_only_through_the_runner():
             elif isinstance(node, ast.Attribute) and node.attr == "run_command":
                 offenders.append("%s calls run_command" % path.relative_to(ROOT))
     assert offenders == []
+
+
+def test_tests_mirror_the_packages_they_test():
+    """A package's tests sit in tests/unit/plugins/module_utils/<package>/, a folder per package of module_utils
+    (and no test folder for a package that does not exist); only this file, which holds them all to the layout, and
+    the shared fixtures sit beside them."""
+    here = pathlib.Path(__file__).resolve().parent
+    packages = set(p.name for p in MU.iterdir() if p.is_dir() and (p / "README.md").exists())
+    folders = set(p.name for p in here.iterdir() if p.is_dir() and p.name not in ("fixtures", "__pycache__"))
+    assert folders <= packages, "test folders without a module_utils package: %s" % sorted(folders - packages)
+    loose = sorted(p.name for p in here.glob("test_*.py") if p.name != pathlib.Path(__file__).name)
+    assert loose == [], "tests of a package belong in its folder: %s" % loose

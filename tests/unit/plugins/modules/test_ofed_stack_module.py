@@ -1,5 +1,5 @@
 """The ofed_stack module's main(): what it returns for the packages it is asked about (the probe is stubbed; its
-parsers are tested in tests/unit/plugins/module_utils/test_ofed_stack.py)."""
+parsers are tested in tests/unit/plugins/module_utils/stack/test_ofed_stack.py)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from tests.fixtures_path import real_fixtures
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import rdma_verify as v, verify_fabric as vf
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import gather_rdma_sysfs
 
-KIT = Path(__file__).resolve().parents[3] / "simhost"
+KIT = Path(__file__).resolve().parents[4] / "simhost"
 sys.path.insert(0, str(KIT))
 
 import simhost  # noqa: E402  pylint: disable=wrong-import-position

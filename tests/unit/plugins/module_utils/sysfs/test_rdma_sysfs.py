@@ -25,7 +25,7 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs impor
 )
 from fixtures_path import real_fixtures
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "sysfs"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "sysfs"))
 from rdma_sysfs_tree import (  # noqa: E402  pylint: disable=wrong-import-position
     ZERO_GID,
     add_hca,

@@ -358,7 +358,7 @@ def _simulated(tmp_path, name, fabrics, entries=None):
 
 
 def _profiles_dir():
-    return Path(__file__).resolve().parents[3] / "simhost" / "profiles"
+    return Path(__file__).resolve().parents[4] / "simhost" / "profiles"
 
 
 def test_simulated_dgx_in_infiniband_alone_keeps_its_bluefield_ethernet(tmp_path):

@@ -23,8 +23,8 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.health.deploy import D
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import infiniband
 from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner import SubprocessRunner
 
-KIT = Path(__file__).resolve().parents[2] / "simhost"
-ROLES = Path(__file__).resolve().parents[3] / "roles"
+KIT = Path(__file__).resolve().parents[4] / "simhost"
+ROLES = Path(__file__).resolve().parents[5] / "roles"
 PYTHON = shutil.which("python3", path="/usr/bin:/bin") or "python3"
 
 

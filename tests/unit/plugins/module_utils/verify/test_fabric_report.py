@@ -16,7 +16,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hpcnet.rdma.plugins.filter import verify as verify_filters
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify import fabric_report as fr, fabric_report_html as fh
 
-SCHEMA_PATH = Path(__file__).resolve().parents[4] / "docs" / "fabric-report.schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parents[5] / "docs" / "fabric-report.schema.json"
 
 
 def _finding(host, severity="error", check="port_state", **extra):

@@ -21,10 +21,10 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.runner.tool_runner imp
 from ansible_collections.hpcnet.rdma.plugins.modules import rdma_counters as module
 from fixtures_path import real_fixtures
 
-KIT = Path(__file__).resolve().parents[3] / "simhost"
+KIT = Path(__file__).resolve().parents[4] / "simhost"
 BIN = KIT / "bin"
 sys.path.insert(0, str(KIT))
-sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "sysfs"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "sysfs"))
 
 import simhost  # noqa: E402  pylint: disable=wrong-import-position
 from rdma_sysfs_tree import materialise_dump  # noqa: E402  pylint: disable=wrong-import-position
