@@ -109,6 +109,16 @@ def _reference(declared, rdma):
     return host_references({declared["host"]: {"group": declared["group"], "rdma": rdma}}, declared["host"])
 
 
+def _rate_sources(declared, group):
+    """Where each role's expected rate comes from, as the findings name it: the variable that declares it, else the
+    fabric at install."""
+    return dict((role, "declared (%s)" % variable if declared.get(key) else
+                 "the most common rate of the %s group's %s ports at install" % (group, role))
+                for role, key, variable in (("compute", "expected_rate_gbps", "health_expected_rate_gbps"),
+                                            ("storage", "expected_storage_rate_gbps",
+                                             "health_expected_storage_rate_gbps")))
+
+
 def build(declared, rdma):
     """The expected-state document. ``declared``: {host, group, fabrics, management_netdevs, expected_rate_gbps,
     expected_storage_rate_gbps, fabric_reference (``verify_fabric.host_references`` over the group's hosts), mtu,
@@ -125,6 +135,7 @@ def build(declared, rdma):
     spec = {
         "expected_rate_gbps": declared.get("expected_rate_gbps") or rates.get("compute"),
         "expected_storage_rate_gbps": declared.get("expected_storage_rate_gbps") or rates.get("storage"),
+        "rate_sources": _rate_sources(declared, group),
         "min_width": widths.get("compute"),
         "min_storage_width": widths.get("storage"),
     }

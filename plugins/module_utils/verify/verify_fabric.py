@@ -43,7 +43,8 @@ FABRIC = "fabric"          # the ``host`` of a finding about the whole fabric (a
 
 HOST_KEYS = ("group", "rdma", "roce_qos", "expect", "sminfo")
 EXPECT_KEYS = ("devices", "gdr", "ipoib", "mtu", "memlock", "storage_mtu", "pkeys", "netdev_mtu")
-SPEC_KEYS = ("expected_rate_gbps", "min_width", "expected_fw_ver", "expected_storage_rate_gbps", "min_storage_width")
+SPEC_KEYS = ("expected_rate_gbps", "min_width", "expected_fw_ver", "expected_storage_rate_gbps", "min_storage_width",
+             "rate_sources")
 CHECKED_ROLES = ("compute", "storage")
 FINDING_KEYS = ("host", "severity", "check", "device", "port", "expected", "found", "cause", "fix")
 
@@ -165,7 +166,13 @@ def validate_spec(spec):
     elif not isinstance(fw, str):
         raise VerifyInputError("spec.expected_fw_ver must be a version string (28.41.1000), a dict "
                                "{board_id: version} or null; got %r" % (fw,))
+    sources = spec.get("rate_sources") or {}
+    if not (isinstance(sources, dict) and set(sources) <= set(CHECKED_ROLES)
+            and all(isinstance(v, str) for v in sources.values())):
+        raise VerifyInputError("spec.rate_sources maps compute or storage to where its expected rate comes from (a "
+                               "text for the findings); got %r" % (sources,))
     return {
+        "rate_sources": dict(sources),
         "expected_rate_gbps": _opt_number(spec.get("expected_rate_gbps"), "spec.expected_rate_gbps"),
         "expected_storage_rate_gbps": _opt_number(spec.get("expected_storage_rate_gbps"),
                                                   "spec.expected_storage_rate_gbps"),

@@ -144,7 +144,8 @@ def _rate_expected(fabric, group, role):
     variable = "verify_expected_rate_gbps" if role == "compute" else "verify_expected_storage_rate_gbps"
     declared = fabric.spec["expected_rate_gbps" if role == "compute" else "expected_storage_rate_gbps"]
     if declared is not None:
-        return declared, "spec (%s)" % variable, variable
+        # a caller that took the rate from elsewhere (the health check: the fabric's rate at install) says so
+        return declared, fabric.spec["rate_sources"].get(role) or "spec (%s)" % variable, variable
     return (fabric.reference("rate_gbps", group, role), "most common rate of the %s group" % group
             if role == "compute" else "most common rate of the %s ports of the %s group" % (role, group), variable)
 

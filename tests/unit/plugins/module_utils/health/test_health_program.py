@@ -532,6 +532,9 @@ def test_a_port_at_half_rate_at_install_is_held_to_the_fabrics_rate_and_named(ib
     assert not first["health"]["ok"] and first["health"]["reason"].startswith("mlx5_3:1 "), first["health"]
     assert [(f["check"], f["device"]) for f in first["health"]["findings"] if f["severity"] == "error"] == [
         ("rate", "mlx5_3")]
+    # the finding names where the expected rate came from: the fabric, not a variable nobody set
+    assert [f["expected"] for f in first["health"]["findings"] if f["check"] == "rate"] == [
+        "400 Gb/s (the most common rate of the infiniband group's compute ports at install)"]
     assert "mlx5_3:1" in first["warnings"][0] and "fails its health check at install" in first["warnings"][0]
     out = program(tmp)
     assert out.returncode == 1 and out.stdout.splitlines()[0] == first["health"]["reason"]
@@ -546,6 +549,7 @@ def test_a_port_at_half_rate_at_install_is_held_to_the_fabrics_rate_and_named(ib
     # declared, it wins over the fabric's
     declared = installed(tmp, root, expected_rate_gbps=200.0, fabric_reference=reference)
     assert declared["expected"]["spec"]["expected_rate_gbps"] == 200 and declared["health"]["ok"], declared["health"]
+    assert declared["expected"]["spec"]["rate_sources"]["compute"] == "declared (health_expected_rate_gbps)"
 
 
 def test_without_the_fabric_the_rate_is_the_rule_over_the_hosts_own_ports(ib_host):
