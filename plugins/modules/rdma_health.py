@@ -26,9 +26,8 @@ description:
   - Installs C(<prefix>/sbin/hpcnet-rdma-health), which needs no Ansible at run time - Python's standard library and
     the collection's module_utils it imports, written to C(<prefix>/lib/hpcnet-rdma) from this module's own code, so
     the program runs the same checks as M(hpcnet.rdma.rdma_verify).
-  - Writes no systemd units - the health role writes the metrics service and timer from its templates where metrics
-    are on (C(textfile_dir) in RV(expected)). With metrics off (O(metrics)), removes what an earlier run installed in
-    O(unit_dir) (the timer stopped and disabled first) and the old metrics textfile.
+  - With O(timer) and metrics on (O(metrics)), the systemd service and timer that run it every C(health_interval)
+    seconds (in O(thresholds)) and write the metrics for node_exporter's textfile collector.
   - Runs one check in its own process against the new expected state and returns it in RV(health) (counter rates
     start with the program's first run).
 author:
@@ -143,6 +142,10 @@ options:
     type: str
     choices: ["true", "false", auto]
     default: auto
+  timer:
+    description: Install the systemd service and timer that write the metrics.
+    type: bool
+    default: true
   expected_path:
     description: Where the expected state is written.
     type: path
@@ -152,7 +155,7 @@ options:
     type: path
     default: /usr/local
   unit_dir:
-    description: Where the health role writes the metrics units (removed from there when metrics are off).
+    description: Where the systemd units go.
     type: path
     default: /etc/systemd/system
   validate_only:
@@ -225,6 +228,7 @@ ARGUMENT_SPEC = dict(
     slurm=dict(type="bool", default=False),
     textfile_dir=dict(type="path"),
     metrics=dict(type="str", choices=["true", "false", "auto"], default="auto"),
+    timer=dict(type="bool", default=True),
     expected_path=dict(type="path", default="/etc/hpcnet/health.json"),
     prefix=dict(type="path", default="/usr/local"),
     unit_dir=dict(type="path", default="/etc/systemd/system"),

@@ -85,7 +85,7 @@ def main():
         deploy(dict(host="bench", group="roce", fabrics=["roce"], port_roles=[{"role": "compute", "devices": ["all"]}],
                     management_netdevs=["eth0"], sysfs_root=str(root), memlock="unlimited", gdr="false", ipoib=[],
                     sm=False, roce_qos=dict((nd, LOSSLESS) for nd in netdevs), lossless_priorities=[3],
-                    nccl_conf_path=None, thresholds={}, slurm=False, metrics="false", textfile_dir=None,
+                    nccl_conf_path=None, thresholds={}, slurm=False, metrics="false", textfile_dir=None, timer=False,
                     expected_path=str(tmp / "health.json"), prefix=str(tmp / "usr"), unit_dir=str(tmp / "units"),
                     state_dir=str(tmp / "state"), validate_only=False), SubprocessRunner(), False)
         cli.check(cli.parse_args(["--expected", str(tmp / "health.json"), "--sysfs-only"]), SubprocessRunner(), time.time())

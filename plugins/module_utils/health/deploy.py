@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: hpcnet.rdma contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The health role's one step on a host: its expected state built, the program installed, one check run.
+"""The health role's one step on a host: its expected state built, the program and its timer installed, one check run.
 
 Pure Python (no Ansible imports). ``deploy(params, runner, check_mode)`` checks what only the host can tell (the
 textfile directory exists; slurmd is there when Slurm is asked for), reads the RDMA facts as ``rdma_facts`` does,
@@ -147,12 +147,14 @@ def deploy(params, runner, check_mode):
     slurm_conf = os.path.join(os.path.dirname(params["expected_path"]), install.SLURM_CONF)
     if params.get("slurm"):
         files[slurm_conf] = (_slurm_conf(params, params["prefix"]), 0o644)
-    # the metrics units are the role's (its templates); metrics off, what an earlier run installed goes here
-    units = [] if doc["textfile_dir"] else [os.path.join(params["unit_dir"], name)
-                                            for name in (install.SERVICE, install.TIMER)]
+    timer = bool(params.get("timer") and doc["textfile_dir"])
+    units = install.units(params["unit_dir"], params["prefix"], params["expected_path"], doc["interval"])
+    if timer:
+        files.update(units)
     # what an earlier run left that this one does not want: the metrics (off, or another directory), the units
     old = _old_doc(params["expected_path"])
-    stale = [path for path in units + ([] if params.get("slurm") else [slurm_conf]) if os.path.exists(path)]
+    stale = [path for path in ([] if timer else sorted(units)) + ([] if params.get("slurm") else [slurm_conf])
+             if os.path.exists(path)]
     if old and old.get("textfile_dir") and old["textfile_dir"] != doc["textfile_dir"]:
         stale += [p for p in [os.path.join(old["textfile_dir"], exposition.TEXTFILE)] if os.path.exists(p)]
     changes, diff = install.plan(files, shown=(params["expected_path"],), removed=stale)

@@ -38,7 +38,7 @@ def params(tmp, root, **extra):
                sysfs_root=str(root), expected_rate_gbps=None, expected_storage_rate_gbps=None, mtu=None,
                storage_mtu=None, memlock=_memlock(), gdr="false", ipoib=[], sm=False, roce_qos={},
                lossless_priorities=[], nccl_conf_path=None, thresholds={}, slurm=False, metrics="auto",
-               textfile_dir=str(tmp / "textfile"), expected_path=str(tmp / "etc/health.json"),
+               textfile_dir=str(tmp / "textfile"), timer=True, expected_path=str(tmp / "etc/health.json"),
                prefix=str(tmp / "usr"), unit_dir=str(tmp / "units"), validate_only=False)
     out.update(extra)
     return out
@@ -66,17 +66,15 @@ def installed(tmp, root, **extra):
     return deploy(params(tmp, root, state_dir=str(tmp / "state"), **extra), SubprocessRunner(), False)
 
 
-def test_install_writes_the_expected_state_and_program_once(ib_host):
+def test_install_writes_the_expected_state_program_and_units_once(ib_host):
     tmp, root = ib_host
     first = deploy(params(tmp, root), SubprocessRunner(), False)
     assert first["changed"] and first["health"]["ok"], first["health"]
     assert first["health"]["reason"] == "healthy: 8 ports checked"
     names = set(os.path.relpath(p, tmp) for p in first["files"])
-    assert {"etc/health.json", "usr/sbin/hpcnet-rdma-health",
+    assert {"etc/health.json", "usr/sbin/hpcnet-rdma-health", "units/hpcnet-rdma-health.timer",
             "usr/lib/hpcnet-rdma/ansible_collections/hpcnet/rdma/plugins/module_utils/verify/rdma_verify.py",
             "usr/lib/hpcnet-rdma/ansible/module_utils/parsing/convert_bool.py"} <= names
-    # the metrics units are the role's (its templates), not the module's
-    assert not any(name.startswith("units/") for name in names) and not (tmp / "units").exists()
     doc = first["expected"]
     assert doc["spec"]["expected_rate_gbps"] == 400 and len(doc["expect"]["devices"]) == 8
     assert [p["rail"] for p in doc["ports"]] == list(range(8))
@@ -385,9 +383,6 @@ def test_metrics_turned_off_remove_the_units_and_the_textfile(ib_host):
     tmp, root = ib_host
     installed(tmp, root)
     program(tmp, "--textfile")
-    (tmp / "units").mkdir()  # what the role's templates wrote
-    for name in ("hpcnet-rdma-health.service", "hpcnet-rdma-health.timer"):
-        (tmp / "units" / name).write_text("[Unit]\n")
     assert (tmp / "textfile/hpcnet_rdma.prom").exists() and (tmp / "units/hpcnet-rdma-health.timer").exists()
     off = deploy(params(tmp, root, metrics="false", state_dir=str(tmp / "state")), SubprocessRunner(), False)
     assert off["changed"] and sorted(os.path.basename(p) for p in off["removed"]) == [
@@ -616,53 +611,3 @@ def test_a_port_down_at_install_stays_expected_active(ib_host):
     set_cable(root, "mlx5_1", 1, True)
     assert program(tmp).returncode == 0
     assert not installed(tmp, root)["changed"]
-
-
-# ---- the metrics units: the role's templates, rendered as Ansible renders them ------------------------------------
-SERVICE = """[Unit]
-Description=hpcnet.rdma health check: the RDMA fabric against /etc/hpcnet/health.json, metrics for node_exporter
-Documentation=https://github.com/hpcnet/rdma
-After=network-online.target
-
-[Service]
-Type=oneshot
-ExecStart=/usr/local/sbin/hpcnet-rdma-health --textfile --quiet --sysfs-only
-SuccessExitStatus=1
-TimeoutStartSec=120
-Nice=10
-"""
-
-TIMER = """[Unit]
-Description=hpcnet.rdma health check every 90 s
-
-[Timer]
-OnBootSec=90
-OnUnitActiveSec=90
-AccuracySec=1
-
-[Install]
-WantedBy=timers.target
-"""
-
-
-def _render(name, scope):
-    """A role template as the template module renders it (its trailing newline kept)."""
-    from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel
-    from ansible.template import Templar, trust_as_template  # pylint: disable=import-outside-toplevel
-    text = (ROLES / "health/templates" / (name + ".j2")).read_text()
-    templar = Templar(loader=DataLoader(), variables=scope)
-    return templar.template(trust_as_template(text), escape_backslashes=False, preserve_trailing_newlines=True)
-
-
-def test_the_roles_metrics_units_run_the_installed_program_on_the_expected_states_interval(ib_host):
-    tmp, root = ib_host
-    doc = installed(tmp, root, thresholds={"health_interval": "90"})["expected"]
-    task = next(t for t in yaml.safe_load((ROLES / "health/tasks/timer.yml").read_text()) if "ansible.builtin.template" in t)
-    assert [task["ansible.builtin.template"]["dest"].replace("{{ item }}", n) for n in task["loop"]] == [
-        "/etc/systemd/system/hpcnet-rdma-health.service", "/etc/systemd/system/hpcnet-rdma-health.timer"]
-    scope = {"health_expected_path": "/etc/hpcnet/health.json", "health_install_prefix": "/usr/local",
-             "health_state": {"expected": doc}}
-    assert _render("hpcnet-rdma-health.service", scope) == SERVICE
-    assert _render("hpcnet-rdma-health.timer", scope) == TIMER
-    # a prefix given with its slash gives the same program path (os.path.join, as the module installs it)
-    assert _render("hpcnet-rdma-health.service", dict(scope, health_install_prefix="/usr/local/")) == SERVICE
