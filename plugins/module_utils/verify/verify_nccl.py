@@ -45,7 +45,24 @@ def launcher_args(launcher, common=None, own=None):
         raise ValueError("verify_launcher_args and %s are both set for verify_launcher=%s: give the arguments once, "
                          "in %s (verify_launcher_args is for arguments of whichever launcher runs)"
                          % (LAUNCHER_ARGS.get(launcher), launcher, LAUNCHER_ARGS.get(launcher)))
-    return list(own or common or [])
+    args = own or common or []
+    # a role input's type is checked, not converted: a string given for the list arrives as a string
+    args = [args] if isinstance(args, str) else list(args)
+    # the launcher gets each item as one argument (an argument list, no shell): "--partition gpu" would reach srun as
+    # one unknown option, and a string given for the list becomes such an item
+    joined = [a for a in args if _several_arguments(a)]
+    if joined:
+        raise ValueError("%s takes one argument per list item, as the launcher gets them (no shell splits them); got "
+                         "%s: write %s" % (LAUNCHER_ARGS.get(launcher) if own else "verify_launcher_args",
+                                           ", ".join(repr(a) for a in joined), [w for a in joined for w in a.split()]))
+    return args
+
+
+def _several_arguments(item):
+    """An item that is an option followed by words of its own (``--partition gpu``) or by another option
+    (``--mpi=pmix --exclusive``); ``--comment=rail check`` is one argument whose value has a space."""
+    words = item.split() if isinstance(item, str) and item.startswith("-") else []
+    return len(words) > 1 and ("=" not in words[0] or any(w.startswith("-") for w in words[1:]))
 
 
 def launcher_argv(launcher, hosts, env, launcher_args, program, test_args, timeout, mpirun="mpirun", srun="srun",

@@ -202,3 +202,22 @@ def test_the_launchers_error_reaches_the_json_and_the_html_report():
     assert report["verdict"] == "fail" and report["nccl"]["roce-node01"]["verdict"] == "fail"
     assert "srun: unrecognized option &#x27;--mca&#x27;" in render_html(report) \
         or "srun: unrecognized option &#39;--mca&#39;" in render_html(report)
+
+
+def test_an_item_holding_several_arguments_is_refused_naming_the_list():
+    """The launcher gets each item as one argument: "--partition gpu" (or a string given for the list, which Ansible
+    makes a one-item list) would reach srun as one unknown option."""
+    inputs = {"verify_launcher": "srun", "verify_launcher_args": [], "verify_mpirun_args": [],
+              "verify_srun_args": ["--mpi=pmix --exclusive"],
+              "verify_min_bw_pct": 90, "verify_perftest_port": 18515, "verify_perftest_timeout": 60,
+              "verify_nccl_timeout": 600, "verify_perftest_size": 1048576, "verify_perftest_iterations": 5000,
+              "verify_nccl_ranks_per_host": 1}
+    assert verify_plan.input_errors(inputs, []) == [
+        "verify_srun_args takes one argument per list item, as the launcher gets them (no shell splits them); got "
+        "'--mpi=pmix --exclusive': write ['--mpi=pmix', '--exclusive']."]
+    common = dict(inputs, verify_srun_args=[], verify_launcher_args=["--partition gpu"])
+    assert verify_plan.input_errors(common, [])[0].startswith("verify_launcher_args takes one argument per list item")
+    # one argument with a space in its value is one argument (an environment value), and the other launcher's list
+    # is not checked for a run it does not make
+    assert verify_nccl.launcher_args("srun", [], ["--comment=rail check"]) == ["--comment=rail check"]
+    assert verify_plan.input_errors(dict(inputs, verify_launcher="mpirun"), []) == []
