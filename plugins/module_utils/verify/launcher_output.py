@@ -72,8 +72,8 @@ _FAILURES = (
     ("no_pmi", "srun",
      (re.compile(r"^The application appears to have been direct launched using \"srun\","),
       re.compile(r"^but OMPI was not built with SLURM's PMI support")),
-     "srun did not wire the ranks together: it started them without PMIx (no --mpi=pmix and no MpiDefault=pmix in "
-     "slurm.conf), and Open MPI refuses to run a direct-launched rank without it",
+     "srun did not wire the ranks together: it started them without PMIx (no --mpi=pmix, and no MpiDefault=pmix in "
+     "slurm.conf or an --mpi=none over it), and Open MPI refuses to run a direct-launched rank without it",
      "set MpiDefault=pmix in slurm.conf (as GPU clusters do; `srun --mpi=list` shows the plugins Slurm has), or add "
      "--mpi=pmix to verify_srun_args"),
     ("daemons_failed", "mpirun",
