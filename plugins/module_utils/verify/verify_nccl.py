@@ -166,8 +166,8 @@ def _ranks_alone(analysis, hosts, launcher, ranks_per_host):
     seen = len(analysis.get("hosts") or []) or len(analysis.get("per_host") or {})
     if launcher == "srun":
         cause = ("srun did not wire the ranks together: without PMIx (no --mpi=pmix, and no MpiDefault=pmix "
-                 "in slurm.conf or an --mpi=none over it) it starts each rank as its own %d-rank job, so NCCL used no network and the bus "
-                 "bandwidth is 0" % nranks)
+                 "in slurm.conf or an --mpi=none over it) it starts each rank as its own %d-rank job, so NCCL used "
+                 "no network and the bus bandwidth is 0" % nranks)
         fix = ("set MpiDefault=pmix in slurm.conf (as GPU clusters do; `srun --mpi=list` shows the plugins Slurm "
                "has), or add --mpi=pmix to verify_srun_args")
     else:
