@@ -18,6 +18,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.perftest_output import matching_lines
+
 EVIDENCE_LINES = 6        # last lines kept per stream
 EVIDENCE_WIDTH = 300      # characters kept per line
 TIMEOUT_RC = (124, 137)   # coreutils timeout: TERM sent (124), KILL after --kill-after (128 + 9)
@@ -135,17 +137,9 @@ def classify(launcher, stdout, stderr, rc, timeout=None):
     for kind, owner, patterns, cause, fix in _FAILURES:
         if owner not in (None, launcher):
             continue
-        matched, groups = [], _Groups(launcher=launcher)
-        for ln in lines:
-            for pat in patterns:
-                m = pat.search(ln)
-                if m:
-                    if ln not in matched:
-                        matched.append(ln)
-                    for key, value in m.groupdict().items():
-                        if value is not None:
-                            groups.setdefault(key.rstrip("2"), value.strip())
-                    break
+        groups = _Groups(launcher=launcher)
+        # a pattern table spells a field twice as name and name2 (a regex names a group once)
+        matched = matching_lines(lines, patterns, groups, key=lambda name: name.rstrip("2"))
         if not matched:
             continue
         if kind == "unknown_option":

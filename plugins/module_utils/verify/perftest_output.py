@@ -415,6 +415,24 @@ def parse_output(text):
 
 
 # ---------------------------------------------------------------------------------------------------------- failures
+def matching_lines(lines, patterns, groups, key=None):
+    """The ``lines`` any of ``patterns`` matches, in order, once each; the named groups of the matches go into
+    ``groups`` (the first value of a name wins; ``key`` maps a group's name to its key, for a pattern table that
+    spells one field twice). The one matcher of the failure tables of perftest and of the launchers."""
+    matched = []
+    for ln in lines:
+        for pat in patterns:
+            m = pat.search(ln)
+            if m:
+                if ln not in matched:
+                    matched.append(ln)
+                for name, value in m.groupdict().items():
+                    name = key(name) if key else name
+                    if value is not None and name not in groups:
+                        groups[name] = value.strip()
+    return matched
+
+
 class _Defaults(dict):
     def __missing__(self, key):
         return {"port": "?", "state": "?", "addr": "the server", "device": "?", "status": "?", "status_name": "",
@@ -435,16 +453,8 @@ def classify_failure(text, rc, timed_out=False):
         return None
     lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
     for kind, patterns, cause, fix in _FAILURES:
-        evidence, groups = [], _Defaults()
-        for ln in lines:
-            for pat in patterns:
-                m = pat.search(ln)
-                if m:
-                    if ln not in evidence:
-                        evidence.append(ln)
-                    for k, v in m.groupdict().items():
-                        if v is not None and k not in groups:
-                            groups[k] = v.strip()
+        groups = _Defaults()
+        evidence = matching_lines(lines, patterns, groups)
         if evidence:
             if kind == "completion_error" and _int(groups.get("status")) in _WC_STATUS:
                 groups["status_name"] = " " + _WC_STATUS[_int(groups["status"])]

@@ -126,12 +126,15 @@ def test_switching_the_launcher_does_not_hand_mpiruns_options_to_srun():
     assert "--mca" not in argv
 
 
+# the verify role's inputs as its preflight hands them to input_errors, launcher lists empty
+VERIFY_INPUTS = {"verify_launcher": "srun", "verify_launcher_args": [], "verify_mpirun_args": [],
+                 "verify_srun_args": [],
+                 "verify_min_bw_pct": 90, "verify_perftest_port": 18515, "verify_perftest_timeout": 60,
+                 "verify_nccl_timeout": 600, "verify_perftest_size": 1048576, "verify_perftest_iterations": 5000,
+                 "verify_nccl_ranks_per_host": 1}
+
 def test_both_argument_lists_for_the_launcher_that_runs_are_refused():
-    inputs = {"verify_launcher": "srun", "verify_launcher_args": ["--partition", "gpu"],
-              "verify_srun_args": ["--mpi=pmix"], "verify_mpirun_args": [],
-              "verify_min_bw_pct": 90, "verify_perftest_port": 18515, "verify_perftest_timeout": 60,
-              "verify_nccl_timeout": 600, "verify_perftest_size": 1048576, "verify_perftest_iterations": 5000,
-              "verify_nccl_ranks_per_host": 1}
+    inputs = dict(VERIFY_INPUTS, verify_launcher_args=["--partition", "gpu"], verify_srun_args=["--mpi=pmix"])
     assert verify_plan.input_errors(inputs, []) == [
         "verify_launcher_args and verify_srun_args are both set for verify_launcher=srun: give the arguments once, "
         "in verify_srun_args (verify_launcher_args is for arguments of whichever launcher runs)."]
@@ -207,11 +210,7 @@ def test_the_launchers_error_reaches_the_json_and_the_html_report():
 def test_an_item_holding_several_arguments_is_refused_naming_the_list():
     """The launcher gets each item as one argument: "--partition gpu" (or a string given for the list, which Ansible
     makes a one-item list) would reach srun as one unknown option."""
-    inputs = {"verify_launcher": "srun", "verify_launcher_args": [], "verify_mpirun_args": [],
-              "verify_srun_args": ["--mpi=pmix --exclusive"],
-              "verify_min_bw_pct": 90, "verify_perftest_port": 18515, "verify_perftest_timeout": 60,
-              "verify_nccl_timeout": 600, "verify_perftest_size": 1048576, "verify_perftest_iterations": 5000,
-              "verify_nccl_ranks_per_host": 1}
+    inputs = dict(VERIFY_INPUTS, verify_srun_args=["--mpi=pmix --exclusive"])
     assert verify_plan.input_errors(inputs, []) == [
         "verify_srun_args takes one argument per list item, as the launcher gets them (no shell splits them); got "
         "'--mpi=pmix --exclusive': write ['--mpi=pmix', '--exclusive']."]
