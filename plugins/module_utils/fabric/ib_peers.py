@@ -162,3 +162,41 @@ def find_peer(entries, guid=None, node_desc=None, port=None):
         if not want and node_desc is not None and entry["hca_desc"] == node_desc and entry["hca_port"] == port:
             return entry["peer"]
     return None
+
+
+STATE_OK = "ok"
+STATE_NOT_INSTALLED = "infiniband_diags_not_installed"
+
+
+def iblinkinfo_argv(binary, device, port):
+    """One HCA port's view: a partial scan from the port itself (direct route ``0``, iblinkinfo's default one hop)
+    printing every node found (``-a``): the port's own line and its switch's block with the switch's GUID."""
+    return [binary, "-C", str(device), "-P", str(port), "-D", "0", "-a"]
+
+
+def read_peers(runner, ports):
+    """Run iblinkinfo once per HCA port through ``runner``; ``ports``: ``(device, port, port_guid)`` tuples (the
+    facts' ``port_guid``, ``0x%016x``). Returns ``{state, reason, peers: {device: {port: peer or None}},
+    problems: [text]}``; a port whose run fails has no peer and a problem line naming it. ``state`` is ``ok`` or
+    ``infiniband_diags_not_installed``. Read-only; runs in check mode too."""
+    result = {"state": STATE_OK, "reason": None, "peers": {}, "problems": []}
+    ports = list(ports or ())
+    for device, port, _guid_text in ports:
+        result["peers"].setdefault(device, {})[int(port)] = None
+    binary = runner.which(IBLINKINFO) if ports else None
+    if ports and not binary:
+        result.update(state=STATE_NOT_INSTALLED,
+                      reason="infiniband-diags is not installed (no iblinkinfo on the PATH): no InfiniBand peers "
+                             "are read")
+        return result
+    for device, port, guid_text in ports:
+        rc, out, err = runner.run(iblinkinfo_argv(binary, device, port), timeout=IBLINKINFO_TIMEOUT)
+        text = "\n".join(t for t in (err, out) if t).strip()
+        if rc != 0:
+            last = text.splitlines()[-1] if text else "no output"
+            result["problems"].append("%s port %s: `iblinkinfo` failed (rc %s): %s" % (device, port, rc, last))
+            continue
+        parsed = hca_peers(out)
+        result["problems"].extend("%s port %s: %s" % (device, port, p) for p in parsed["problems"])
+        result["peers"][device][int(port)] = find_peer(parsed["peers"], guid=guid_text, port=int(port))
+    return result

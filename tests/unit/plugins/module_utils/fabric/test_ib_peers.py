@@ -92,7 +92,7 @@ def test_additional_settings_and_fdr10_speed():
 
 
 def test_noise_lines_skipped_and_garbled_port_lines_reported():
-    text = "ibwarn: [123] mad_rpc_open_port: can't open UMAD port ((null):0)\n\nsomething ==> else\n"
+    text = (IBSTACK / "iblinkinfo-stderr-no-umad-sim-01.txt").read_text(encoding="utf-8") + "\nsomething ==> else\n"
     got = ib.parse_iblinkinfo(text)
     assert got["ports"] == []
     assert got["problems"] == ["iblinkinfo line not understood: something ==> else"]
@@ -104,3 +104,44 @@ def test_noise_lines_skipped_and_garbled_port_lines_reported():
 def test_any_mix_of_lines_never_raises(lines):
     got = ib.hca_peers("\n".join(lines))
     assert isinstance(got["peers"], list)
+
+
+class FakeRunner:
+    """iblinkinfo answering (rc, stdout, stderr) per (device, port), or absent; records each argv."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.calls = []
+
+    def which(self, name):
+        return "/usr/sbin/" + name if self.answers is not None else None
+
+    def run(self, argv, changes=False, timeout=None):
+        assert isinstance(argv, list) and not changes
+        self.calls.append(argv)
+        return self.answers[(argv[2], argv[4])]
+
+
+def test_read_peers_one_partial_scan_per_port():
+    partial = (IBSTACK / "iblinkinfo-D0-a-sim-01.txt").read_text(encoding="utf-8")
+    err = (IBSTACK / "iblinkinfo-stderr-no-umad-sim-01.txt").read_text(encoding="utf-8")
+    runner = FakeRunner({("mlx5_0", "1"): (0, partial, ""), ("mlx5_1", "1"): (1, "", err)})
+    got = ib.read_peers(runner, [("mlx5_0", 1, "0x0002c90300aa0101"), ("mlx5_1", 1, "0x0002c90300aa0301")])
+    assert runner.calls == [["/usr/sbin/iblinkinfo", "-C", "mlx5_0", "-P", "1", "-D", "0", "-a"],
+                            ["/usr/sbin/iblinkinfo", "-C", "mlx5_1", "-P", "1", "-D", "0", "-a"]]
+    assert got["state"] == "ok"
+    assert got["peers"] == {"mlx5_0": {1: LEAF01}, "mlx5_1": {1: None}}
+    assert got["problems"] == ["mlx5_1 port 1: `iblinkinfo` failed (rc 1): Failed to open mlx5_1 port 1"]
+
+
+def test_read_peers_without_infiniband_diags():
+    runner = FakeRunner(None)
+    got = ib.read_peers(runner, [("mlx5_0", 1, "0x0002c90300aa0101")])
+    assert runner.calls == []
+    assert got["state"] == "infiniband_diags_not_installed"
+    assert got["peers"] == {"mlx5_0": {1: None}}
+
+
+def test_read_peers_no_ib_port_runs_nothing():
+    runner = FakeRunner(None)
+    assert ib.read_peers(runner, []) == {"state": "ok", "reason": None, "peers": {}, "problems": []}
