@@ -5,7 +5,7 @@
 Usage: .venv/bin/python tests/bench/bench_rail_map.py [--hosts N] [--rails R] [--runs N]
 
 Builds a synthetic rail-optimised RoCE fabric (default 1,000 hosts x 8 rails): scalable units of 32 hosts, rail r of
-unit u on leaf ``su<u>-r<r>``, host n on switch port ``swp<n>``; with faults sprinkled in so that every finding path
+unit u on leaf ``su<u>-r<r>``, the i-th host of a unit on its leaves' port ``swp<i>``; with faults sprinkled in so that every finding path
 runs: a crossed pair on every 50th host, a port with no peer on every 97th, a port on another rail's leaf on every
 211th. Times ``rail_map.build`` inferred and declared (``rdma_rail_switches``: one glob per rail), then the switch
 intent of every reached switch port with its NVUE and SONiC renderings, and checks the findings' count.
@@ -34,10 +34,10 @@ def synthetic(hosts, rails):
     """``{host: [{rail, device, port, peer}]}`` and the number of faulty ports (the findings it should give)."""
     fabric, faults = {}, 0
     for n in range(1, hosts + 1):
-        unit = (n - 1) // UNIT + 1
+        su = (n - 1) // UNIT + 1
         ports = [{"rail": r, "device": "mlx5_%d" % r, "port": 1,
-                  "peer": {"system_name": "su%d-r%d" % (unit, r), "port_id": "swp%d" % ((n - 1) % UNIT + 1),
-                           "chassis_id": "0c:42:a1:%02x:%02x:%02x" % (unit // 256, unit % 256, r)}}
+                  "peer": {"system_name": "su%d-r%d" % (su, r), "port_id": "swp%d" % ((n - 1) % UNIT + 1),
+                           "chassis_id": "0c:42:a1:%02x:%02x:%02x" % (su // 256, su % 256, r)}}
                  for r in range(rails)]
         if n % 50 == 0 and rails > 3:
             ports[2]["peer"], ports[3]["peer"] = ports[3]["peer"], ports[2]["peer"]

@@ -28,7 +28,8 @@ Rules, in one place:
   that serve rail r. With one leaf per rail this is "the switch most rail-r ports reach"; it also holds on fabrics of
   several scalable units (rail r of unit 1 on one leaf, of unit 2 on another). A switch reached by two rails equally
   serves neither (a *tie*): each port on it is named, with the counts, since the map cannot tell which cable is wrong
-  (two hosts with one crossed pair look the same either way); declaring the rails resolves it.
+  (two hosts with one crossed pair look the same either way); declaring the rails resolves it. A switch that only one
+  port reaches serves that port's rail: a cable on a stray switch is caught only when the rails are declared.
 - A fabric is **rail-optimised** when each host's rails reach different switches. When most hosts (of those with two
   or more rails that have a peer) have two rails on one switch (every NIC on one top-of-rack switch, or NICs
   alternating over a pair), the rails are not checked unless declared: ``basis`` is ``none`` and ``note`` says why.
@@ -351,8 +352,8 @@ def build(hosts, rail_switches=None):
         basis = "inferred"
         note = "each switch serves the rail most of its host ports are on"
         if m.ties:
-            note += "; %s serve%s no one rail (a tie)" % (", ".join(sorted(m.ties, key=natural_key)),
-                                                       "" if len(m.ties) > 1 else "s")
+            tied = sorted(m.ties, key=natural_key)
+            note += "; %s serve%s no one rail (a tie)" % (", ".join(tied), "" if len(tied) > 1 else "s")
     if basis != "none":
         findings += _misplaced(m)
     return {"rail_map": _rail_map(m), "findings": findings, "basis": basis, "note": note,
@@ -370,4 +371,3 @@ def switch_ports(rail_map):
                     "host": host, "rail": int(rail), "device": entry["device"], "port": entry["port"]}
     return dict((s, dict(sorted(out[s].items(), key=lambda item: natural_key(item[0]))))
                 for s in sorted(out, key=natural_key))
-

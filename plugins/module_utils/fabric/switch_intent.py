@@ -242,9 +242,9 @@ def render_sonic(switch, spec, port_names=None, dscp_map=SONIC_DSCP_MAP, wred_pr
                      "buffer profile (BUFFER_PG) and PFC_PRIORITY_TO_PRIORITY_GROUP_MAP entry, which are per platform "
                      "and not in this patch" % ", ".join(str(p) for p in odd))
     if port_names is None:
-        notes.append("SONiC's LLDP sends a port's alias as its port id (lldpmgrd); the patch uses the LLDP port ids "
+        notes.append("SONiC's LLDP sends a port's alias as its port id (lldpmgrd); the patch uses %s's LLDP port ids "
                      "%s as config_db port names: map them with `show interfaces alias` (port_names) if they differ"
-                     % ", ".join(list(spec["ports"])[:3]))
+                     % (switch, ", ".join(list(spec["ports"])[:3])))
     if spec["ecn"]:
         notes.append("GCU's field validators allow only some %s changes per ASIC; the patch sets ecn to ecn_all, the "
                      "stock value, so it changes nothing there on a stock switch" % wred_profile)

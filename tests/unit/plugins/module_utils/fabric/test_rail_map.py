@@ -193,11 +193,10 @@ def test_bad_host_ports_are_refused_naming_the_field(bad, message):
 
 def test_host_ports_reads_the_rails_and_peers_from_the_facts():
     peer = {"system_name": "leaf-r1", "port_id": "swp4"}
+    up = {"link_layer": "Ethernet", "state": "ACTIVE"}
     rdma = {"devices": {
-        "mlx5_1": {"pci_address": "0000:8c:00.0", "ports": {"1": {"link_layer": "Ethernet", "state": "ACTIVE",
-                                                                    "netdev": "enp140s0np0", "peer": peer}}},
-        "mlx5_0": {"pci_address": "0000:0c:00.0", "ports": {"1": {"link_layer": "Ethernet", "state": "ACTIVE",
-                                                                    "netdev": "enp12s0np0"}}}}}
+        "mlx5_1": {"pci_address": "0000:8c:00.0", "ports": {"1": dict(up, netdev="enp140s0np0", peer=peer)}},
+        "mlx5_0": {"pci_address": "0000:0c:00.0", "ports": {"1": dict(up, netdev="enp12s0np0")}}}}
     before = copy.deepcopy(rdma)
     assert rail_map.host_ports(rdma, ["roce"]) == [
         {"rail": 0, "device": "mlx5_0", "port": 1, "peer": None},
