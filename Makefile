@@ -98,7 +98,7 @@ MOLECULE_JOBS ?= 2
 molecule: venv image ## Molecule scenarios in Docker containers of simulated ConnectX hosts (two at a time)
 	$(PY) tests/tools/molecule_lanes.py --jobs $(MOLECULE_JOBS) $(MOLECULE_SCENARIOS)
 
-bench: venv ## Benchmarks: verify perftest rounds on 4/8 hosts, rdma_facts read time, roce_qos no-op, site.yml on 4/16/32/64 hosts, NCCL log analyser, health check
+bench: venv ## Benchmarks: verify perftest rounds on 4/8 hosts, rdma_facts read time, roce_qos no-op, site.yml on 4/16/32/64 hosts, NCCL log analyser, health check, rail map of 1,000 hosts x 8 rails
 	$(PY) tests/bench/bench_verify_rounds.py --sizes 4,8
 	$(PY) tests/bench/bench_rdma_facts.py
 	$(PY) tests/bench/bench_roce_qos.py
@@ -106,6 +106,7 @@ bench: venv ## Benchmarks: verify perftest rounds on 4/8 hosts, rdma_facts read 
 	$(PY) tests/bench/bench_site_scale.py --sizes 4,16,32,64
 	$(PY) tests/bench/bench_nccl_log.py
 	$(PY) tests/bench/bench_health.py
+	$(PY) tests/bench/bench_rail_map.py
 
 build: venv ## Build the Galaxy artifact
 	$(BIN)/ansible-galaxy collection build --force --output-path build/
