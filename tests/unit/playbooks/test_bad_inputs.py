@@ -12,6 +12,10 @@ That is sound because site.yml has no run_once, any_errors_fatal or max_fail_per
 and the roles' vars/ hold only private `__` names, which no host variable overrides. Entries run alone when their
 check looks at the play as a whole (verify.yml's and rolling_reboot.yml's run_once checks and max_fail_percentage), or
 when they set `netns`, `hosts` or `alone: true`.
+
+Every simulated host is this machine, so the play's fact gathering finds this machine's facts, gathered once, in a
+fact cache (`_gathered_facts`) instead of running the setup module once per host; an entry with `netns` gathers its
+own (its namespace has other interfaces).
 """
 
 from __future__ import annotations
@@ -103,10 +107,41 @@ def _run(entries, tmp_path):
                ANSIBLE_HOME=str(REPO_ROOT / ".ansible"), ANSIBLE_NOCOLOR="1",
                # as many forks as hosts: the entries of a shared run go through each task together
                ANSIBLE_FORKS=str(max(5, len(entries))))
+    if not first.get("netns"):
+        # every host is this machine: its facts, gathered once, stand in for each host's own gathering
+        env.update(_gathered_facts(tmp_path / "facts", hosts))
     before = {key: _snapshot(sysfs) + _snapshot(disk) for key, (sysfs, disk) in sims.items()}
     run = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False, timeout=600)
     after = {key: _snapshot(sysfs) + _snapshot(disk) for key, (sysfs, disk) in sims.items()}
     return outs, run, before, after
+
+
+_FACTS = []
+
+
+def _gathered_facts(cache, hosts):
+    """Ansible's settings for a fact cache (jsonfile, under ``cache``) that holds this machine's facts for each of
+    ``hosts``: the play's fact gathering then finds them (gathering = smart) instead of running the setup module once
+    per host. The facts are gathered once per process (a real setup run, through the first host's interpreter)."""
+    env = {"ANSIBLE_GATHERING": "smart", "ANSIBLE_CACHE_PLUGIN": "ansible.builtin.jsonfile",
+           "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache), "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "0"}
+    if not _FACTS:
+        name = "fact-template"
+        python = next(iter(hosts.values()))["ansible_python_interpreter"]
+        argv = [str(Path(sys.executable).parent / "ansible"), name, "-i", "%s," % name, "-c", "local", "-m", "ansible.builtin.setup",
+                "-e", "ansible_python_interpreter=%s" % python]
+        template = cache.parent / "fact-template"
+        run_env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_HOME=str(REPO_ROOT / ".ansible"),
+                       **dict(env, ANSIBLE_CACHE_PLUGIN_CONNECTION=str(template)))
+        subprocess.run(argv, cwd=REPO_ROOT, env=run_env, capture_output=True, text=True, check=True, timeout=300)
+        # the cache names a host's file by a prefix of Ansible's and the host's name
+        (path,) = template.iterdir()
+        _FACTS.append((path.name[:-len(name)], path.read_text(encoding="utf-8")))
+    prefix, text = _FACTS[0]
+    cache.mkdir()
+    for host in hosts:
+        (cache / (prefix + host)).write_text(text, encoding="utf-8")
+    return env
 
 
 def xdist_scopes():
