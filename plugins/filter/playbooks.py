@@ -29,6 +29,12 @@ def rdma_role_inputs(roles):
     return play_inputs.role_inputs(roles or [])
 
 
+def rdma_role_spec_errors(results):
+    """The registered loop of validate_argument_spec over the roles -> one message per refused input, a value of the
+    wrong type completed with what its option takes."""
+    return play_inputs.spec_errors(results or [])
+
+
 def rdma_device_errors(read, inputs, host):
     """site.yml's registered ``rdma_facts`` read, the collection-wide inputs and the host's name -> the message of a
     host without an RDMA device that needs one, or of a read that failed."""
@@ -63,7 +69,7 @@ class FilterModule:
 
     def filters(self):
         return {"rdma_input_errors": rdma_input_errors, "rdma_role_input_errors": rdma_role_input_errors,
-                "rdma_role_inputs": rdma_role_inputs,
+                "rdma_role_inputs": rdma_role_inputs, "rdma_role_spec_errors": rdma_role_spec_errors,
                 "rdma_device_errors": rdma_device_errors,
                 "rolling_reboot_input_errors": rolling_reboot_input_errors, "rdma_rail_errors": rdma_rail_errors,
                 "rdma_ports": rdma_ports}

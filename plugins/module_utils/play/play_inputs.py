@@ -109,6 +109,34 @@ def role_errors(values):
     return errors
 
 
+# Ansible's argument spec validation: a value that is not of the option's type (the message names the option and the
+# type, not what the option takes)
+_NOT_CONVERTED = re.compile(r"^argument '(?P<name>[^']+)' is of type \S+ and we were unable to convert to (?P<type>\w+)")
+_TYPE_WORDS = {"float": "a number", "int": "a whole number", "bool": "true or false", "list": "a list",
+               "dict": "a mapping", "str": "a string", "path": "a path", "raw": "a value"}
+
+
+def spec_errors(results):
+    """The results of validate_argument_spec, one per role (``argument_errors``, ``argument_spec_data``) -> one message
+    per refused input, each a type error completed with what the option takes: its type in words and the first
+    sentence of its description, where a range or the allowed forms are written (``health_expected_rate_gbps: 400G``
+    gets "takes a number: Rate in Gb/s ... (more than 0, at most 10000)")."""
+    messages = []
+    for result in results or []:
+        spec = result.get("argument_spec_data") or {}
+        for error in result.get("argument_errors") or []:
+            found = _NOT_CONVERTED.match(str(error))
+            entry = spec.get(found.group("name")) if found else None
+            if entry is not None:
+                description = entry.get("description") or ""
+                description = description[0] if isinstance(description, list) and description else description
+                sentence = str(description).split(". ")[0].rstrip(".")
+                error = "%s; %s takes %s%s" % (error, found.group("name"), _TYPE_WORDS.get(found.group("type"), found.group("type")),
+                                               ": %s" % sentence if sentence else "")
+            messages.append("Invalid role input: %s" % error)
+    return messages
+
+
 def device_errors(read, inputs, host):
     """Problems with the RDMA devices site.yml found on ``host``: ``read`` is the registered result of its
     ``rdma_facts`` read (run before the inputs are checked, so that one assert reports both). No message when

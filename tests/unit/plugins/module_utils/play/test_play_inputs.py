@@ -77,3 +77,26 @@ def test_device_errors_name_a_failed_read_a_host_without_devices_and_nothing_els
     # a refused root or require flag is named by collection_errors, not twice
     assert play_inputs.device_errors(failed, {"rdma_sysfs_root": "x/sys"}, "h1") == []
     assert play_inputs.device_errors(none, {"rdma_require_devices": "perhaps"}, "h1") == []
+
+
+# ---- a value of the wrong type: the refusal says what the variable takes ----
+
+def test_a_type_error_says_what_the_variable_takes_and_other_errors_stay_as_they_are():
+    spec = {"roce_mtu": {"type": "int", "description": "Netdev MTU in bytes, 576-9978 (9000 gives RDMA MTU 4096)."},
+            "health_expected_rate_gbps": {"type": "float", "description": [
+                "Rate in Gb/s every ACTIVE compute port is held to (more than 0, at most 10000). Null - the most common."]},
+            "roce_backend": {"type": "str", "choices": ["mlnx_qos", "dcb"], "description": "The QoS tool."}}
+    results = [{"argument_spec_data": spec, "argument_errors": [
+        "argument 'roce_mtu' is of type str and we were unable to convert to int: \"'9000B'\" cannot be converted to an int",
+        "argument 'health_expected_rate_gbps' is of type str and we were unable to convert to float: <class 'str'> "
+        "cannot be converted to a float",
+        "value of roce_backend must be one of: mlnx_qos, dcb, got: tc"]},
+        {"argument_spec_data": {}, "argument_errors": []}, {"skipped": True}]
+    assert play_inputs.spec_errors(results) == [
+        "Invalid role input: argument 'roce_mtu' is of type str and we were unable to convert to int: \"'9000B'\" "
+        "cannot be converted to an int; roce_mtu takes a whole number: Netdev MTU in bytes, 576-9978 (9000 gives RDMA "
+        "MTU 4096)",
+        "Invalid role input: argument 'health_expected_rate_gbps' is of type str and we were unable to convert to "
+        "float: <class 'str'> cannot be converted to a float; health_expected_rate_gbps takes a number: Rate in Gb/s "
+        "every ACTIVE compute port is held to (more than 0, at most 10000)",
+        "Invalid role input: value of roce_backend must be one of: mlnx_qos, dcb, got: tc"]
