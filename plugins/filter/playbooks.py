@@ -3,10 +3,11 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the shipped playbooks (site.yml, rolling_reboot.yml): their own inputs (the collection-wide rdma_*
 variables, the devices a host needs, the rolling reboot's), the roles' inputs their specs cannot check, and the ports
-the rolling reboot checks."""
+the rolling reboot checks, the peers in the summary."""
 
 from __future__ import absolute_import, division, print_function
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.fabric import peers as fabric_peers
 from ansible_collections.hpcnet.rdma.plugins.module_utils.play import play_inputs
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import facts as rdma_facts
 
@@ -64,6 +65,12 @@ def rdma_ports(rdma, state=None, lines=False, by="name"):
     return rdma_facts.port_lines(rdma) if lines else rdma_facts.ports(rdma, state, by)
 
 
+def rdma_peer_summary(rdma):
+    """``ansible_facts.rdma`` read with ``peers: true`` -> the summary's line of the compute and storage ports' peers
+    (``mlx5_0:1 -> leaf01:swp1, ...``, then why a source read nothing); None for facts read without peers."""
+    return fabric_peers.summary(rdma)
+
+
 class FilterModule:
     """hpcnet.rdma filters of the playbooks' inputs."""
 
@@ -72,4 +79,4 @@ class FilterModule:
                 "rdma_role_inputs": rdma_role_inputs, "rdma_role_spec_errors": rdma_role_spec_errors,
                 "rdma_device_errors": rdma_device_errors,
                 "rolling_reboot_input_errors": rolling_reboot_input_errors, "rdma_rail_errors": rdma_rail_errors,
-                "rdma_ports": rdma_ports}
+                "rdma_ports": rdma_ports, "rdma_peer_summary": rdma_peer_summary}

@@ -17,7 +17,7 @@ description:
     them as C(ansible_facts.rdma).
   - Never parses C(lspci), C(ibstat) or shell pipelines. The only commands run are C(ofed_info -s), C(dpkg-query)
     and C(rpm), as argv lists with C(LC_ALL=C), to tell which RDMA user-space stack is installed
-    (see O(gather_stack)).
+    (see O(gather_stack)), and with O(peers) C(lldpcli) and C(iblinkinfo), to name each port's peer.
   - Values keep the kernel's meaning (C(Documentation/ABI/stable/sysfs-class-infiniband)). A missing attribute,
     or one the kernel refuses with EINVAL (for example C(gid_attrs/ndevs/<i>) on InfiniBand ports and on empty
     GID entries), is reported as V(null) or left out of a list. A malformed value fails the module with a
@@ -69,6 +69,20 @@ options:
         stack is reported as V(null).
     type: bool
     default: true
+  peers:
+    description:
+      - Also name the other end of every port's cable (RV(ansible_facts.rdma.devices.ports.peer)) and say how
+        the peers were read (RV(ansible_facts.rdma.peers)).
+      - RoCE, from LLDP as the host's C(lldpd) hears it, one C(lldpcli -f json0 show neighbors details) for all the
+        Ethernet RDMA ports (a bond's port takes the peer of its first member that hears one). InfiniBand, from the
+        subnet's management view, one C(iblinkinfo -C <dev> -P <port> -D 0 -a) (a partial scan, one hop from the
+        port) per port whose physical link is up.
+      - C(lldpd) or C(infiniband-diags) missing, C(lldpd) not running, a tool failing give each port V(null) and
+        a state and reason in RV(ansible_facts.rdma.peers), never a failure.
+      - When V(false) (the default) nothing is run for it and neither key is returned.
+    type: bool
+    default: false
+    version_added: "0.9.0"
 notes:
   - O(sysfs_root) must exist and contain C(class/), otherwise the module fails naming the path.
   - Read-only; always returns C(changed=false) and runs the same in check mode.
@@ -110,6 +124,15 @@ EXAMPLES = r"""
 - name: Gather with counters for a health check
   hpcnet.rdma.rdma_facts:
     gather_counters: true
+
+- name: Gather with each port's peer (the switch and switch port at the other end of its cable)
+  hpcnet.rdma.rdma_facts:
+    peers: true
+
+- name: Show the switch port of every compute port
+  ansible.builtin.debug:
+    msg: >-
+      {{ ansible_facts.rdma | hpcnet.rdma.rdma_peer_summary }}
 """
 
 RETURN = r"""
@@ -318,6 +341,33 @@ ansible_facts:
                     O(gather_counters).
                   type: dict
                   returned: when O(gather_counters=true)
+                peer:
+                  description:
+                    - The other end of the port's cable, only with O(peers); V(null) when nothing answers (no LLDP
+                      neighbour heard on the port's netdev, an InfiniBand port with no physical link, a tool missing
+                      or failing; RV(ansible_facts.rdma.peers) says which).
+                    - RoCE (LLDP) C(system_name), C(system_description), C(chassis_id), C(port_id),
+                      C(port_description), C(mgmt_address) (the switch's first management address), C(mfs) (the
+                      802.3 Maximum Frame Size TLV, V(null) when not sent) and C(dcbx), the switch's IEEE 802.1Qaz
+                      TLVs decoded (V(null) when it sends none), with C(pfc) (C(willing), C(mbc), C(cap), C(enabled)
+                      priorities), C(app) (C(selector), C(selector_name), C(protocol), C(priority) per entry),
+                      C(ets) (C(willing), C(cbs), C(max_tcs), C(prio_tc), C(tc_bw), C(tc_tsa) and the
+                      recommendation's C(reco_prio_tc), C(reco_tc_bw), C(reco_tc_tsa)) and C(problems) (malformed
+                      TLVs).
+                    - InfiniBand (iblinkinfo) C(system_name) (the switch's node description), C(guid) (its node
+                      GUID), C(port_id) (the switch port, an integer), C(lid), C(node_type) (C(Switch), C(CA) for
+                      back-to-back HCAs), C(width) and C(speed) of the switch port and C(hca_width), C(hca_speed) of
+                      this port as iblinkinfo prints them (C(4X), C(53.125 Gbps)), C(could_be) (iblinkinfo's note
+                      when both ends support more).
+                  type: dict
+                  returned: when O(peers=true)
+                  version_added: "0.9.0"
+                  sample: {"system_name": "leaf01", "port_id": "swp1", "port_description": "swp1",
+                           "chassis_id": "2e:c5:f2:84:b1:24", "mgmt_address": "10.0.0.1", "mfs": 9216,
+                           "system_description": "Cumulus Linux version 5.9.0 running on Nvidia SN5600",
+                           "dcbx": {"pfc": {"willing": false, "mbc": false, "cap": 8, "enabled": [3]},
+                                    "app": [{"selector": 3, "selector_name": "udp_dccp", "protocol": 4791,
+                                             "priority": 3}], "ets": null, "problems": []}}
         netdevs:
           description:
             - Netdevs that belong to an RDMA device (in some C(device/net/), a port's netdev or a GID's netdev),
@@ -370,6 +420,22 @@ ansible_facts:
           returned: always
           sample: {"compute": ["ibp24s0:1", "ibp64s0:1"], "storage": ["rocep170s0f0:1"], "management": [],
                    "unused": [], "compute_link_layer": "InfiniBand", "link_type_changes": []}
+        peers:
+          description:
+            - How the ports' peers were read, only with O(peers). C(lldp) (RoCE) and C(infiniband) each give
+              C(state) and C(reason) (a sentence, V(null) when C(ok)); C(problems) lists what was read but is
+              doubtful (a second LLDP neighbour on a port, a malformed 802.1Qaz TLV, iblinkinfo failing on one port).
+            - C(lldp.state) is C(ok), C(lldpd_not_installed), C(lldpd_not_running), C(lldpcli_failed), or C(no_ports)
+              (no Ethernet RDMA port with a netdev, nothing run). C(infiniband.state) is C(ok),
+              C(infiniband_diags_not_installed), C(iblinkinfo_failed) (on every port), or C(no_ports) (no
+              InfiniBand port with a physical link, nothing run).
+          type: dict
+          returned: when O(peers=true)
+          version_added: "0.9.0"
+          sample: {"lldp": {"state": "ok", "reason": null},
+                   "infiniband": {"state": "no_ports",
+                                  "reason": "no InfiniBand port with a physical link: iblinkinfo is not run"},
+                   "problems": []}
         kernel_modules:
           description: Whether each RDMA kernel module is loaded (C(<sysfs_root>/module/<name>) exists), for
             C(mlx5_core), C(mlx5_ib), C(ib_core), C(ib_uverbs), C(ib_umad), C(ib_ipoib), C(rdma_cm), C(rdma_ucm),
@@ -396,6 +462,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.fabric import peers as fabric_peers
 from ansible_collections.hpcnet.rdma.plugins.module_utils.stack.rdma_stack import memlock_limits, probe_stack
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import facts
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import PortRoleError
@@ -413,6 +480,7 @@ def main():
             port_roles=dict(type="list", elements="raw"),
             fabrics=dict(type="list", elements="str", default=[]),
             management_netdevs=dict(type="list", elements="str"),
+            peers=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -424,8 +492,11 @@ def main():
         module.fail_json(msg="rdma_facts: %s" % exc, path=exc.path, changed=False)
     except PortRoleError as exc:
         module.fail_json(msg="rdma_facts: %s" % exc, changed=False)
+    runner = ModuleRunner(module)
     rdma["memlock"] = memlock_limits()
-    rdma["stack"] = probe_stack(ModuleRunner(module)) if module.params["gather_stack"] else None
+    rdma["stack"] = probe_stack(runner) if params["gather_stack"] else None
+    if params["peers"]:
+        fabric_peers.attach(rdma, runner)
     module.exit_json(changed=False, ansible_facts={"rdma": rdma})
 
 

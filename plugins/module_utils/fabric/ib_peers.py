@@ -166,6 +166,7 @@ def find_peer(entries, guid=None, node_desc=None, port=None):
 
 STATE_OK = "ok"
 STATE_NOT_INSTALLED = "infiniband_diags_not_installed"
+STATE_FAILED = "iblinkinfo_failed"
 
 
 def iblinkinfo_argv(binary, device, port):
@@ -177,8 +178,9 @@ def iblinkinfo_argv(binary, device, port):
 def read_peers(runner, ports):
     """Run iblinkinfo once per HCA port through ``runner``; ``ports``: ``(device, port, port_guid)`` tuples (the
     facts' ``port_guid``, ``0x%016x``). Returns ``{state, reason, peers: {device: {port: peer or None}},
-    problems: [text]}``; a port whose run fails has no peer and a problem line naming it. ``state`` is ``ok`` or
-    ``infiniband_diags_not_installed``. Read-only; runs in check mode too."""
+    problems: [text]}``; a port whose run fails has no peer and a problem line naming it. ``state`` is ``ok``,
+    ``infiniband_diags_not_installed``, or ``iblinkinfo_failed`` when the run failed on every port (no ``ib_umad``,
+    no fabric access: the first failure is the reason). Read-only; runs in check mode too."""
     result = {"state": STATE_OK, "reason": None, "peers": {}, "problems": []}
     ports = list(ports or ())
     for device, port, _guid_text in ports:
@@ -189,14 +191,18 @@ def read_peers(runner, ports):
                       reason="infiniband-diags is not installed (no iblinkinfo on the PATH): no InfiniBand peers "
                              "are read")
         return result
+    failures = []
     for device, port, guid_text in ports:
         rc, out, err = runner.run(iblinkinfo_argv(binary, device, port), timeout=IBLINKINFO_TIMEOUT)
         text = "\n".join(t for t in (err, out) if t).strip()
         if rc != 0:
             last = text.splitlines()[-1] if text else "no output"
-            result["problems"].append("%s port %s: `iblinkinfo` failed (rc %s): %s" % (device, port, rc, last))
+            failures.append("%s port %s: `iblinkinfo` failed (rc %s): %s" % (device, port, rc, last))
+            result["problems"].append(failures[-1])
             continue
         parsed = hca_peers(out)
         result["problems"].extend("%s port %s: %s" % (device, port, p) for p in parsed["problems"])
         result["peers"][device][int(port)] = find_peer(parsed["peers"], guid=guid_text, port=int(port))
+    if ports and len(failures) == len(ports):
+        result.update(state=STATE_FAILED, reason=failures[0])
     return result

@@ -45,7 +45,8 @@ def patch_exits(monkeypatch):
 
 @pytest.fixture(name="commands", autouse=True)
 def fixture_commands(monkeypatch):
-    """Fake PATH and tool runs: ``commands["tools"]`` maps tool -> (rc, out); ``commands["calls"]`` records calls."""
+    """Fake PATH and tool runs: ``commands["tools"]`` maps tool -> (rc, out) or (rc, out, err);
+    ``commands["calls"]`` records calls."""
     state = {"tools": {}, "calls": []}
 
     def get_bin_path(self, name, required=False, opt_dirs=None):  # pylint: disable=unused-argument
@@ -54,8 +55,8 @@ def fixture_commands(monkeypatch):
 
     def run(self, args, **kwargs):  # pylint: disable=unused-argument
         state["calls"].append((args, kwargs))
-        rc, out = state["tools"][args[0].rsplit("/", 1)[1]]
-        return rc, out, ""
+        rc, out, *err = state["tools"][args[0].rsplit("/", 1)[1]]
+        return rc, out, err[0] if err else ""
 
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
     monkeypatch.setattr(tool_runner.ModuleRunner, "run", run)   # every module runs its tools through the runner
@@ -194,13 +195,13 @@ def test_documentation_lists_every_port_key():
     port_keys = set(rdma["devices"]["contains"]["ports"]["contains"])
     assert port_keys >= {"state", "phys_state", "link_layer", "rate_gbps", "width", "speed", "lid", "sm_lid", "netdev", "gids",
                          "roce_v2_ipv4_gid_index", "pkeys", "pkey_indexes", "port_guid", "traffic_class", "rdma_cm", "counters", "hw_counters",
-                         "role", "rail"}
+                         "role", "rail", "peer"}
     assert set(rdma["netdevs"]["contains"]) == {"mtu", "operstate", "carrier", "speed_mbps", "address", "rdma_device", "rdma_port", "ecn"}
-    assert set(rdma) == {"sysfs_root", "devices", "netdevs", "kernel_modules", "memlock", "stack", "ports_by_role"}
+    assert set(rdma) == {"sysfs_root", "devices", "netdevs", "kernel_modules", "memlock", "stack", "ports_by_role", "peers"}
     assert "part_number" in rdma["devices"]["contains"]
     doc = module_docs.documentation(rdma_facts)  # with its doc fragments
     assert set(doc["options"]) == {"sysfs_root", "gather_counters", "gather_all_netdevs", "gather_stack", "port_roles", "fabrics",
-                                   "management_netdevs"}
+                                   "management_netdevs", "peers"}
 
 
 def test_module_on_a_simulated_mixed_host(tmp_path, commands):
@@ -230,3 +231,62 @@ def test_pkey_indexes_are_table_indexes_and_port_guid_is_gid0(tmp_path):
     assert facts["pkeys"] == ["0xffff", "0x8002"]
     assert facts["pkey_indexes"] == {"0xffff": 0, "0x8002": 2}
     assert facts["port_guid"] == "0x0c42a10300aa0101"
+
+
+LLDP = real_fixtures() / "lldp"
+IBSTACK = real_fixtures() / "ib-stack"
+
+
+def _peers_tree(root):
+    """An InfiniBand compute port (the ibsim capture's node01 mlx5_0 port 1) and a RoCE storage port whose netdev is
+    the one lldpd heard leaf01 swp1 on in the capture."""
+    add_hca(root, "mlx5_0", pci="0000:1a:00.0", ports={1: ib_port(guid="0002:c903:00aa:0101")},
+            netdevs={"ibp26s0": {}})
+    add_hca(root, "mlx5_1", pci="0000:9a:00.0", ports={1: roce_port("ens1f0np0", ipv4="10.0.1.11")},
+            netdevs={"ens1f0np0": {}})
+
+
+def test_peers_are_read_only_when_asked(tmp_path, commands):
+    _peers_tree(tmp_path)
+    commands["tools"] = {"lldpcli": (0, (LLDP / "lldpcli-json0-neighbors-dcbx-sim-01.txt").read_text(encoding="utf-8")),
+                         "iblinkinfo": (0, (IBSTACK / "iblinkinfo-D0-a-sim-01.txt").read_text(encoding="utf-8"))}
+    args = {"sysfs_root": str(tmp_path), "gather_stack": False, "fabrics": ["infiniband", "roce"]}
+    _kind, plain = run_module(args)
+    rdma = plain["ansible_facts"]["rdma"]
+    assert "peers" not in rdma and commands["calls"] == []
+    assert all("peer" not in port for dev in rdma["devices"].values() for port in dev["ports"].values())
+    # the same read with peers, in check mode: one lldpcli, one iblinkinfo, nothing changed
+    kind, result = run_module(dict(args, peers=True, _ansible_check_mode=True))
+    assert kind is AnsibleExitJson and result["changed"] is False
+    assert [argv for argv, _kw in commands["calls"]] == [
+        ["/usr/bin/lldpcli", "-f", "json0", "show", "neighbors", "details"],
+        ["/usr/bin/iblinkinfo", "-C", "mlx5_0", "-P", "1", "-D", "0", "-a"]]
+    assert not any(kw.get("changes") for _argv, kw in commands["calls"])
+    rdma = result["ansible_facts"]["rdma"]
+    assert rdma["peers"] == {"lldp": {"state": "ok", "reason": None}, "infiniband": {"state": "ok", "reason": None},
+                             "problems": []}
+    ib = rdma["devices"]["mlx5_0"]["ports"]["1"]["peer"]
+    assert (ib["system_name"], ib["guid"], ib["port_id"], ib["width"], ib["speed"]) == \
+        ("leaf01", "0x0002c90300fab001", 1, "4X", "2.5 Gbps")
+    roce = rdma["devices"]["mlx5_1"]["ports"]["1"]["peer"]
+    assert (roce["system_name"], roce["port_id"], roce["mfs"], roce["dcbx"]["pfc"]["enabled"]) == \
+        ("leaf01", "swp1", 9216, [3])
+    # everything else is the facts read without peers
+    for dev in rdma["devices"].values():
+        for port in dev["ports"].values():
+            port.pop("peer")
+    rdma.pop("peers")
+    assert rdma == plain["ansible_facts"]["rdma"]
+    json.dumps(result)
+
+
+def test_peers_with_lldpd_stopped_and_no_infiniband_diags_do_not_fail(tmp_path, commands):
+    _peers_tree(tmp_path)
+    commands["tools"] = {"lldpcli": (1, "", (LLDP / "lldpcli-stderr-no-daemon-sim-01.txt").read_text(encoding="utf-8"))}
+    kind, result = run_module({"sysfs_root": str(tmp_path), "gather_stack": False, "fabrics": ["infiniband", "roce"],
+                               "peers": True})
+    assert kind is AnsibleExitJson and result["changed"] is False
+    rdma = result["ansible_facts"]["rdma"]
+    assert rdma["peers"]["lldp"]["state"] == "lldpd_not_running"
+    assert rdma["peers"]["infiniband"]["state"] == "infiniband_diags_not_installed"
+    assert [dev["ports"]["1"]["peer"] for dev in rdma["devices"].values()] == [None, None]

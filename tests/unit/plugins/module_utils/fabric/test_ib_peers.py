@@ -145,3 +145,12 @@ def test_read_peers_without_infiniband_diags():
 def test_read_peers_no_ib_port_runs_nothing():
     runner = FakeRunner(None)
     assert ib.read_peers(runner, []) == {"state": "ok", "reason": None, "peers": {}, "problems": []}
+
+
+def test_read_peers_failing_on_every_port_is_a_state():
+    err = (IBSTACK / "iblinkinfo-stderr-no-umad-sim-01.txt").read_text(encoding="utf-8")
+    runner = FakeRunner({("mlx5_0", "1"): (1, "", err), ("mlx5_1", "1"): (1, "", err)})
+    got = ib.read_peers(runner, [("mlx5_0", 1, "0x0002c90300aa0101"), ("mlx5_1", 1, "0x0002c90300aa0301")])
+    assert got["state"] == "iblinkinfo_failed"
+    assert got["reason"] == "mlx5_0 port 1: `iblinkinfo` failed (rc 1): Failed to open mlx5_1 port 1"
+    assert len(got["problems"]) == 2 and got["peers"] == {"mlx5_0": {1: None}, "mlx5_1": {1: None}}
