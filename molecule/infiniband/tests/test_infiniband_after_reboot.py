@@ -121,3 +121,16 @@ def test_nccl_conf_has_the_p_key_index_of_compute(ib, rdma_facts):
     assert len(indexes) == 1
     assert conf["NCCL_IB_PKEY"] == str(indexes.pop())
     assert conf["NCCL_IB_HCA"] == "=mlx5_0:1,mlx5_1:1"
+
+
+def test_every_port_reaches_its_rails_switch_as_the_fabric_sees_it(ib):
+    # the peers come with the facts read (rdma_facts peers: the real iblinkinfo, one hop from each linked port)
+    result = ib.ansible("hpcnet.rdma.rdma_facts", "sysfs_root=%s peers=true" % SYS, check=False)
+    rdma = result["ansible_facts"]["rdma"]
+    assert rdma["peers"]["infiniband"]["state"] == "ok", rdma["peers"]
+    for device, rail in (("mlx5_0", 0), ("mlx5_1", 1)):
+        peer = rdma["devices"][device]["ports"]["1"]["peer"]
+        assert peer and peer["system_name"] == "sw-rail%d" % rail, (device, peer)
+        assert peer["guid"] and peer["port_id"], (device, peer)
+        # both ends of the link trained alike
+        assert (peer["width"], peer["speed"]) == (peer["hca_width"], peer["hca_speed"]), (device, peer)

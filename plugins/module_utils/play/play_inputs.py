@@ -130,7 +130,7 @@ def spec_errors(results):
             if entry is not None:
                 description = entry.get("description") or ""
                 description = description[0] if isinstance(description, list) and description else description
-                sentence = str(description).split(". ")[0].rstrip(".")
+                sentence = str(description).split(". ", maxsplit=1)[0].rstrip(".")
                 error = "%s; %s takes %s%s" % (error, found.group("name"), _TYPE_WORDS.get(found.group("type"), found.group("type")),
                                                ": %s" % sentence if sentence else "")
             messages.append("Invalid role input: %s" % error)

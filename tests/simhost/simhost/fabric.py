@@ -15,7 +15,7 @@ libumad2sim.so (LD_PRELOAD).
 - ``env_files(exp)``: ``/etc/simhost/ibsim.env`` (LD_PRELOAD, IBSIM_SERVER_NAME, rail 0's IBSIM_SERVER_PORT) and
   one ``/etc/simhost/opensm/<port guid>.env`` (SIM_HOST, the port's rail's IBSIM_SERVER_PORT) per IB port, read in
   that order by the opensm@.service drop-in (the later file wins).
-- ``exec_tool(name, argv)``: the ``sminfo``/``smpquery``/``saquery``/``ibnetdiscover`` launchers: exec the real
+- ``exec_tool(name, argv)``: the ``sminfo``/``smpquery``/``saquery``/``ibnetdiscover``/``iblinkinfo`` launchers: exec the real
   /usr/sbin tool with the umad2sim environment; ``-C mlx5_N`` / ``-P n`` pick SIM_HOST (umad2sim has one CA,
   ``ibsim0``, attached at the node SIM_HOST names) and the ibsim of that device's rail.
 Stdlib only (runs in the containers). See README.md, "InfiniBand fabric and subnet manager".
@@ -42,7 +42,7 @@ IBSIM_MAX_CLIENTS = 10
 RAIL_PORT_STEP = 20
 NETFILE_RE = re.compile(r"^fabric-rail(\d+)\.net$")
 REAL_TOOLS_DIR = "/usr/sbin"
-TOOLS = ("sminfo", "smpquery", "saquery", "ibnetdiscover")
+TOOLS = ("sminfo", "smpquery", "saquery", "ibnetdiscover", "iblinkinfo")
 
 
 def umad2sim_lib() -> str:
