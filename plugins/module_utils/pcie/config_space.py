@@ -154,7 +154,9 @@ def parse(data):
     if caps is None:
         return out
     out["express"] = _express(data, caps[CAP_ID_EXP]) if CAP_ID_EXP in caps else {}
-    ecaps = extended_capabilities(data) if out["express"] else None
+    if not out["express"]:   # extended capabilities belong to PCI Express functions
+        return out
+    ecaps = extended_capabilities(data)
     if ecaps is None:
         return out
     if ECAP_ID_ACS in ecaps:

@@ -134,12 +134,11 @@ def distance(a, b):
 
 def nearest_gpu(device, gpus):
     """``{gpu, distance}``: the GPU nearest ``device`` (ties: the first in PCI order), or None without a GPU."""
-    best = None
-    for gpu in sorted(gpus, key=lambda g: natural_key(g["pci"])):
-        rank = DISTANCES.index(distance(device, gpu))
-        if best is None or rank < best[0]:
-            best = (rank, gpu["pci"])
-    return {"gpu": best[1], "distance": DISTANCES[best[0]]} if best else None
+    ranked = [(DISTANCES.index(distance(device, gpu)), natural_key(gpu["pci"]), gpu["pci"]) for gpu in gpus]
+    if not ranked:
+        return None
+    rank, _key, pci = min(ranked)
+    return {"gpu": pci, "distance": DISTANCES[rank]}
 
 
 class PcieTree:
@@ -198,12 +197,13 @@ class PcieTree:
         express = hops[-1]["_config"]["express"] or {}
         group_link = os.path.join(directory, "iommu_group")
         group = os.path.basename(os.path.realpath(group_link)) if os.path.islink(group_link) else None
+        domain = read_attr(os.path.join(self.root, "kernel", "iommu_groups", group, "type")) if group else None
         return {
             "pci": pci, "host_bridge": parts[0], "numa_node": _int(read_attr(os.path.join(directory, "numa_node"))),
             "pcie_path": [dict((k, v) for k, v in h.items() if not k.startswith("_")) for h in hops],
             "max_payload": express.get("max_payload"), "max_read_req": express.get("max_read_req"),
             "ats": hops[-1]["_config"]["ats_enabled"], "iommu_group": group,
-            "iommu_domain": read_attr(os.path.join(self.root, "kernel", "iommu_groups", group, "type")) if group else None,
+            "iommu_domain": domain,
         }
 
     def gpu_addresses(self):

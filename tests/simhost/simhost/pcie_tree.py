@@ -75,7 +75,8 @@ def config_space(node, bus=None, secondary=None, subordinate=None, size=4096):
             cfg[0x104:0x106] = (0x005F).to_bytes(2, "little")
             cfg[0x106:0x108] = node["acs"].to_bytes(2, "little")
     else:
-        cfg[0x100:0x104] = (0x0003 | (1 << 16) | ((0x140 if node.get("ats") is not None else 0) << 20)).to_bytes(4, "little")
+        after = 0x140 if node.get("ats") is not None else 0     # Device Serial Number, then ATS
+        cfg[0x100:0x104] = (0x0003 | (1 << 16) | (after << 20)).to_bytes(4, "little")
         cfg[0x104:0x10C] = bytes(range(1, 9))
         if node.get("ats") is not None:
             cfg[0x140:0x144] = (0x000F | (1 << 16)).to_bytes(4, "little")
