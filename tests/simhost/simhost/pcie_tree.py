@@ -17,8 +17,8 @@ Layout written (paths under the root, as on a real kernel):
 A node is a dict: ``pci``, ``kind`` (root_port, upstream_port, downstream_port, gpu, nic), ``max_speed`` (GT/s),
 ``max_width``, ``speed``/``width`` (the trained link: on the upstream-facing end; a downstream-facing port shows its
 child's, or 2.5 GT/s x0 with nothing below it), ``acs`` (the ACS Control word of a bridge), ``ats`` (an endpoint's ATS
-Enable), ``max_read_req``, ``children``. The model's numbers: every link Gen5 x16 unless a fault says otherwise,
-ACS Capability 0x005f (SrcValid TransBlk ReqRedir CmpltRedir UpstreamFwd DirectTrans), MaxPayload 256 of 512.
+Enable), ``max_read_req``, ``max_payload``, ``children``. The model's numbers: every link Gen5 x16 unless a fault
+says otherwise, ACS Capability 0x005f (SrcValid TransBlk ReqRedir CmpltRedir UpstreamFwd DirectTrans), MaxPayload 256 of 512.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ IDS = {  # kind -> (vendor, device, class)
     "downstream_port": (0x1000, 0xC030, 0x060400), "gpu": (0x10DE, 0x2330, 0x030200),
     "nic": (0x15B3, 0x1021, 0x020700),
 }
-MRRS_CODE = {128: 0, 256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
+SIZE_CODE = {128: 0, 256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
 ACS_REDIRECT_ON = 0x001D    # SrcValid ReqRedir CmpltRedir UpstreamFwd: what Linux enables with the IOMMU on
 IOMMU_TYPES = {"passthrough": "identity", "translated": "DMA-FQ"}
 
@@ -59,7 +59,7 @@ def config_space(node, bus=None, secondary=None, subordinate=None, size=4096):
     exp = 0x60
     cfg[exp:exp + 4] = bytes([0x10, 0x00]) + (0x0002 | (PORT_TYPE[node["kind"]] << 4)).to_bytes(2, "little")
     cfg[exp + 0x04:exp + 0x08] = (0x0002).to_bytes(4, "little")                    # MaxPayload 512 supported
-    devctl = (0x1 << 5) | (MRRS_CODE[node.get("max_read_req", 512)] << 12)          # MaxPayload 256
+    devctl = (SIZE_CODE[node.get("max_payload", 256)] << 5) | (SIZE_CODE[node.get("max_read_req", 512)] << 12)
     cfg[exp + 0x08:exp + 0x0A] = devctl.to_bytes(2, "little")
     port = node.get("port_number", 0)
     lnkcap = SPEED_CODE[node["max_speed"]] | (node["max_width"] << 4) | (port << 24)

@@ -11,12 +11,13 @@ import subprocess
 
 import pytest
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.pcie import config_space
+from ansible_collections.hpcnet.rdma.plugins.module_utils.pcie import checks, config_space, tree
 from fixtures_path import real_fixtures
 from simhost import pcie_tree
 
 PCIE = real_fixtures() / "pcie"
 PLX = "lspci-vvxxx-plx-downstream-port-01.txt"
+CX7 = "lspci-vvv-connectx7-x8-gen4-01.txt"
 
 
 def _capture(name):
@@ -167,3 +168,45 @@ def test_the_real_lspci_reads_the_synthetic_tree_as_the_parser_does(tmp_path):
     assert _lspci_link(subprocess.run([LSPCI, "-A", "linux-sysfs", "-O", "sysfs.path=%s" % (tmp_path / "bus" / "pci"),
                                        "-vvv", "-s", "17:00.0"], capture_output=True, text=True).stdout)[
         "ACSCtl"]["ReqRedir"] is True
+
+
+def _cx7_host(root):
+    """The capture's ConnectX-7 (b1:00.1, function 1 of its card) under its Ice Lake root port b0:04.0. The model's
+    assumption, stated: Ice Lake-SP root ports are PCI Express 4.0 x16 (the capture does not show the port)."""
+    nic = {"pci": "0000:b1:00.1", "kind": "nic", "max_speed": 32.0, "max_width": 16, "speed": 16.0, "width": 8,
+           "max_read_req": 4096, "max_payload": 512, "ats": False, "rail": 0}
+    port = {"pci": "0000:b0:04.0", "kind": "root_port", "max_speed": 16.0, "max_width": 16, "acs": 0x001D,
+            "children": [nic]}
+    pcie_tree.write(root, [{"name": "pci0000:b0", "numa_node": 1, "ports": [port]}])
+    return nic
+
+
+def test_a_real_connectx7_at_x8_gen4_and_its_synthetic_twin(tmp_path):
+    """What the capture shows of a ConnectX-7 trained at 16GT/s x8: the parser reads the same of its synthetic twin,
+    and the link check names the width (the speed is the lower of the two ends' maxima: no finding for it)."""
+    text = (PCIE / CX7).read_text(encoding="utf-8")
+    shown = _lspci_link(text)
+    assert shown["LnkCap"] == (32.0, 16) and shown["LnkSta"] == (16.0, 8)
+    _cx7_host(tmp_path)
+    parsed = config_space.read(tmp_path / "bus" / "pci" / "devices" / "0000:b1:00.1" / "config")
+    express = parsed["express"]
+    assert (express["max_speed"], express["max_width"]) == shown["LnkCap"]
+    assert (express["speed"], express["width"]) == shown["LnkSta"]
+    assert (express["max_payload"], express["max_read_req"]) == (shown["MaxPayload"], shown["MaxReadReq"]) == (512, 4096)
+    nic = tree.read(str(tmp_path), ["0000:b1:00.1"])["devices"]["0000:b1:00.1"]
+    found = checks.pcie_link("node1", "mlx5_1", nic["pcie_path"], rail=1)
+    assert [(f["check"], f["found"]) for f in found] == [("pcie_link", "16GT/s x8")]
+    assert found[0]["expected"].startswith("16GT/s x16 on the link 0000:b0:04.0 -> 0000:b1:00.1")
+    assert checks.pcie_max_read_req("node1", "mlx5_1", "0000:b1:00.1", nic["max_read_req"]) == []
+
+
+def test_the_real_lspci_prints_the_captures_link_lines_for_the_twin(tmp_path):
+    _need_lspci()
+    _cx7_host(tmp_path)
+    run = subprocess.run([LSPCI, "-A", "linux-sysfs", "-O", "sysfs.path=%s" % (tmp_path / "bus" / "pci"), "-vvv",
+                          "-s", "b1:00.1"], capture_output=True, text=True, check=True,
+                         env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+    capture = (PCIE / CX7).read_text(encoding="utf-8").splitlines()
+    for prefix in ("\t\tLnkCap:\t", "\t\tLnkSta:\t", "\t\t\tMaxPayload "):
+        want = [line for line in capture if line.startswith(prefix)]
+        assert want and want == [line for line in run.stdout.splitlines() if line.startswith(prefix)], prefix
