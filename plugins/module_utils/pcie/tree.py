@@ -31,8 +31,9 @@ Rules, in one place:
   5.11 has no ``type`` file).
 * **Distance** in ``nvidia-smi topo -m`` terms (NVML's topology levels): PIX, the two functions' paths meet below one
   PCIe switch with no other switch between them; PXB, several switches between them, no host bridge; PHB, they meet
-  only at the host bridge (different root ports of one root complex); NODE, different host bridges on one NUMA node;
-  SYS, different NUMA nodes (the SMP interconnect). A switch is counted by its upstream port.
+  only at the host bridge (different root ports of one root complex); NODE, different host bridges on one NUMA node
+  (the functions' ``numa_node`` equal, -1 on both included: a host without NUMA information); SYS, different NUMA
+  nodes (the SMP interconnect). A switch is counted by its upstream port.
 * **A GPU** is a function of vendor 0x10de with class 0x0300 (VGA) or 0x0302 (3D controller).
 """
 
