@@ -106,3 +106,24 @@ def test_what_cannot_be_read_gives_no_finding():
     assert checks.pcie_link("node1", "mlx5_0", [dict(unknown, pci="0000:17:01.0"), unknown]) == []
     assert checks.pcie_max_read_req("node1", "mlx5_0", "0000:19:00.0", None) == []
     assert checks.iommu("node1", None) == []
+
+
+@pytest.mark.parametrize("acs,ats", [(pcie_tree.ACS_REDIRECT_ON, True), (pcie_tree.ACS_REDIRECT_ON | 0x0040, False)])
+def test_acs_redirect_needs_both_ats_and_direct_translated_p2p_to_pass(tmp_path, acs, ats):
+    found = _host(tmp_path, edit={"0000:17:01.0": {"acs": acs}, "0000:19:00.0": {"ats": ats}})
+    assert [(f["check"], "0000:17:01.0" in f["found"]) for f in found] == [("pcie_acs", True)]
+
+
+def test_acs_redirect_on_a_root_port_the_pair_does_not_cross_is_no_finding(tmp_path):
+    """GPU and NIC under one switch (PIX): their peer-to-peer traffic turns at the switch, never reaching the root
+    port, so the root port's ACS does not matter to GPUDirect."""
+    assert _host(tmp_path, edit={"0000:15:01.0": {"acs": pcie_tree.ACS_REDIRECT_ON}}) == []
+
+
+def test_acs_redirect_names_every_rail_whose_pair_crosses_the_port(tmp_path):
+    """Rail 0's NIC under pair 4's switch: GPU 4 is its nearest (PIX) as it is rail 4's, so the redirect on GPU 4's
+    port is named for both rails; pair 0's root port is on neither pair's path."""
+    found = _host(tmp_path, nic_under={0: 4}, edit={"0000:97:00.0": {"acs": pcie_tree.ACS_REDIRECT_ON},
+                                                     "0000:15:01.0": {"acs": pcie_tree.ACS_REDIRECT_ON}})
+    assert [(f["check"], f["device"], f["rail"], "0000:97:00.0" in f["found"]) for f in found] == \
+        [("pcie_acs", "mlx5_0", 0, True), ("pcie_acs", "mlx5_4", 4, True)]

@@ -83,6 +83,10 @@ def test_phb_pxb_and_pix_from_the_paths():
     assert tree.distance(untyped, dict(other, pcie_path=[dict(h, type=None) for h in other["pcie_path"]])) == "PXB"
     assert [h["pci"] for h in tree.bridges_between(gpu["pcie_path"], other["pcie_path"])] == \
         ["u1", "d1", "u2", "d2", "d9", "u3", "d4"]
+    # meeting only at the host bridge: every bridge of both paths, the root ports too
+    phb = _function("pci0000:15", 0, "rp2", "u4", "d5", "nic")
+    assert [h["pci"] for h in tree.bridges_between(gpu["pcie_path"], phb["pcie_path"])] == \
+        ["rp1", "u1", "d1", "u2", "d2", "rp2", "u4", "d5"]
 
 
 @pytest.mark.parametrize("mode", ["off", "passthrough", "translated"])
