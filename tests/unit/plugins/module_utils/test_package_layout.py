@@ -13,7 +13,7 @@ PREFIX = "ansible_collections.hpcnet.rdma.plugins.module_utils"
 
 # what each package may import of the others (its own files always); the base packages import none
 BASE = {"sysfs", "runner"}
-DOMAIN = {"stack", "firmware", "qos", "infiniband", "host", "nccl_log", "fabric"}
+DOMAIN = {"stack", "firmware", "qos", "infiniband", "host", "nccl_log", "fabric", "pcie"}
 ALLOWED = dict([(p, set()) for p in BASE] + [(p, BASE) for p in DOMAIN]
                + [("nccl", BASE | DOMAIN), ("verify", BASE | DOMAIN), ("play", BASE | DOMAIN)]
                # the health check runs verify's checks on the host itself
