@@ -76,10 +76,10 @@ def infiniband_sm_units(instances, distro_units, files):
     return opensm.units(instances, distro_units, files)
 
 
-def infiniband_sm_actions(instances, files, started, partitions_old, partitions_new, partitions_written):
+def infiniband_sm_actions(instances, files, started, partitions_old, partitions_new):
     """The plan's ``sm`` and the registered results of sm_instances.yml -> what each running opensm instance needs
     to take this run's configuration: ``[{guid, state: restarted|reloaded}]``."""
-    return opensm.actions(instances, files, started, partitions_old, partitions_new, partitions_written)
+    return opensm.actions(instances, files, started, partitions_old, partitions_new)
 
 
 class FilterModule:

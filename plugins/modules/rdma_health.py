@@ -26,8 +26,9 @@ description:
   - Installs C(<prefix>/sbin/hpcnet-rdma-health), which needs no Ansible at run time - Python's standard library and
     the collection's module_utils it imports, written to C(<prefix>/lib/hpcnet-rdma) from this module's own code, so
     the program runs the same checks as M(hpcnet.rdma.rdma_verify).
-  - With O(timer) and metrics on (O(metrics)), the systemd service and timer that run it every C(health_interval)
-    seconds (in O(thresholds)) and write the metrics for node_exporter's textfile collector.
+  - With the metrics on (O(metrics)), the program writes them for node_exporter's textfile collector when the systemd
+    timer the health role writes runs it (every C(health_interval) seconds, in O(thresholds)); with them off, this
+    module removes that timer and its service.
   - Runs one check in its own process against the new expected state and returns it in RV(health) (counter rates
     start with the program's first run).
 author:
@@ -143,7 +144,10 @@ options:
     choices: ["true", "false", auto]
     default: auto
   timer:
-    description: Install the systemd service and timer that write the metrics.
+    description:
+      - The metrics timer is wanted (the health role writes its service and timer from its templates where the metrics
+        are on). With V(false), or with the metrics off, the units an earlier run left in O(unit_dir) are removed and
+        the timer is stopped.
     type: bool
     default: true
   expected_path:
@@ -155,7 +159,7 @@ options:
     type: path
     default: /usr/local
   unit_dir:
-    description: Where the systemd units go.
+    description: Where the metrics' systemd units are (the health role writes them there).
     type: path
     default: /etc/systemd/system
   validate_only:

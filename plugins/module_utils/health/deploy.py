@@ -147,13 +147,13 @@ def deploy(params, runner, check_mode):
     slurm_conf = os.path.join(os.path.dirname(params["expected_path"]), install.SLURM_CONF)
     if params.get("slurm"):
         files[slurm_conf] = (_slurm_conf(params, params["prefix"]), 0o644)
+    # the metrics' units are the role's (a template, as every boot-time unit of the collection); with the metrics
+    # off, those an earlier run wrote go, with the timer stopped
     timer = bool(params.get("timer") and doc["textfile_dir"])
-    units = install.units(params["unit_dir"], params["prefix"], params["expected_path"], doc["interval"])
-    if timer:
-        files.update(units)
+    units = [os.path.join(params["unit_dir"], name) for name in (install.SERVICE, install.TIMER)]
     # what an earlier run left that this one does not want: the metrics (off, or another directory), the units
     old = _old_doc(params["expected_path"])
-    stale = [path for path in ([] if timer else sorted(units)) + ([] if params.get("slurm") else [slurm_conf])
+    stale = [path for path in ([] if timer else units) + ([] if params.get("slurm") else [slurm_conf])
              if os.path.exists(path)]
     if old and old.get("textfile_dir") and old["textfile_dir"] != doc["textfile_dir"]:
         stale += [p for p in [os.path.join(old["textfile_dir"], exposition.TEXTFILE)] if os.path.exists(p)]

@@ -8,7 +8,7 @@ Pure Python (no Ansible imports).
   that installs it imports ``health.cli``, so AnsiballZ packed exactly the code the program runs, the collection's
   module_utils and the few ``ansible.module_utils`` files they import), the launcher ``sbin/hpcnet-rdma-health`` and
   Slurm's ``sbin/hpcnet-rdma-health-slurm`` (``--slurm --quiet``: a HealthCheckProgram takes no arguments);
-- ``units(...)``: the systemd service and timer that write the metrics;
+- ``SERVICE``, ``TIMER``: the names of the metrics' systemd units (the role writes them from its templates);
 - ``plan(files)`` / ``prepare`` / ``write(plan)``: which files differ from what is on disk, and writing them
   atomically: the collection's one file writer, ``runner.files``.
 """
@@ -122,31 +122,3 @@ def program_files(prefix, expected):
                                                             entry=ENTRY, expected=expected), 0o755)
     files[os.path.join(prefix, SLURM_PROGRAM)] = (SLURM_LAUNCHER.format(program=os.path.join(prefix, PROGRAM)), 0o755)
     return files
-
-
-def units(unit_dir, prefix, expected, interval):
-    program = os.path.join(prefix, PROGRAM)
-    service = """[Unit]
-Description=hpcnet.rdma health check: the RDMA fabric against {expected}, metrics for node_exporter
-Documentation=https://github.com/hpcnet/rdma
-After=network-online.target
-
-[Service]
-Type=oneshot
-ExecStart={program} --textfile --quiet --sysfs-only
-SuccessExitStatus=1
-TimeoutStartSec=120
-Nice=10
-""".format(program=program, expected=expected)
-    timer = """[Unit]
-Description=hpcnet.rdma health check every {interval} s
-
-[Timer]
-OnBootSec={interval}
-OnUnitActiveSec={interval}
-AccuracySec=1
-
-[Install]
-WantedBy=timers.target
-""".format(interval=interval)
-    return {os.path.join(unit_dir, SERVICE): (service, 0o644), os.path.join(unit_dir, TIMER): (timer, 0o644)}

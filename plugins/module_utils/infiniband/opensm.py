@@ -34,13 +34,19 @@ def units(instances, distro_units, files):
     out = [{"name": unit, "state": "stopped", "enabled": False, "guid": None} for unit in distro_units or []]
     out.extend({"name": "opensm@%s.service" % sm["guid"], "state": "started", "enabled": True, "guid": sm["guid"]}
                for sm in instances or [])
-    reload_units = any(r.get("changed") for r in _results(files) if "dest" in (r.get("item") or {}))
+    reload_units = any(r.get("changed") for r in _written(files, "unit"))
     return {"daemon_reload": reload_units, "units": out}
+
+
+def _written(files, kind):
+    """The results of the files of ``kind`` (``partitions``, ``unit``) in sm_instances.yml's one write loop, whose
+    other items are the opensm.conf of each instance (no kind)."""
+    return [r for r in _results(files) if (r.get("item") or {}).get("kind") == kind]
 
 
 def _conf_changed(files):
     return set((r.get("item") or {}).get("guid") for r in _results(files)
-               if r.get("changed") and "dest" not in (r.get("item") or {}))
+               if r.get("changed") and "kind" not in (r.get("item") or {}))
 
 
 def _started(started):
@@ -60,14 +66,14 @@ def _text(slurped):
     return base64.b64decode(content).decode("utf-8", "replace") if content else ""
 
 
-def actions(instances, files, started, partitions_old, partitions_new, partitions_written):
+def actions(instances, files, started, partitions_old, partitions_new):
     """The handler's actions, ``[{guid, state}]`` (``restarted`` or ``reloaded``), in the plan's order: an instance
-    whose ``opensm.conf`` changed restarts; a ``partitions.conf`` written by this run (``partitions_written``, the
-    ``copy`` result) makes every instance restart or re-read it as :func:`partitions_change` says (the old file is
+    whose ``opensm.conf`` changed restarts; a ``partitions.conf`` written by this run (the ``partitions`` item of
+    ``files``) makes every instance restart or re-read it as :func:`partitions_change` says (the old file is
     ``partitions_old``, the ``slurp`` result; the standby SM keeps the subnet during a restart); an instance this run
     has just started is left alone."""
     how = (partitions_change(_text(partitions_old), partitions_new or "")
-           if (partitions_written or {}).get("changed") else "none")
+           if any(r.get("changed") for r in _written(files, "partitions")) else "none")
     conf_changed, just_started = _conf_changed(files), _started(started)
     out = []
     for sm in instances or []:

@@ -66,15 +66,17 @@ def installed(tmp, root, **extra):
     return deploy(params(tmp, root, state_dir=str(tmp / "state"), **extra), SubprocessRunner(), False)
 
 
-def test_install_writes_the_expected_state_program_and_units_once(ib_host):
+def test_install_writes_the_expected_state_and_program_once(ib_host):
     tmp, root = ib_host
     first = deploy(params(tmp, root), SubprocessRunner(), False)
     assert first["changed"] and first["health"]["ok"], first["health"]
     assert first["health"]["reason"] == "healthy: 8 ports checked"
     names = set(os.path.relpath(p, tmp) for p in first["files"])
-    assert {"etc/health.json", "usr/sbin/hpcnet-rdma-health", "units/hpcnet-rdma-health.timer",
+    assert {"etc/health.json", "usr/sbin/hpcnet-rdma-health",
             "usr/lib/hpcnet-rdma/ansible_collections/hpcnet/rdma/plugins/module_utils/verify/rdma_verify.py",
             "usr/lib/hpcnet-rdma/ansible/module_utils/parsing/convert_bool.py"} <= names
+    # the metrics' units are the role's (a template), never the module's
+    assert not any(name.startswith("units/") for name in names)
     doc = first["expected"]
     assert doc["spec"]["expected_rate_gbps"] == 400 and len(doc["expect"]["devices"]) == 8
     assert [p["rail"] for p in doc["ports"]] == list(range(8))
@@ -382,6 +384,10 @@ def test_the_launcher_reads_the_expected_state_where_the_role_wrote_it(ib_host):
 def test_metrics_turned_off_remove_the_units_and_the_textfile(ib_host):
     tmp, root = ib_host
     installed(tmp, root)
+    # the units as the role's template wrote them
+    for name in ("hpcnet-rdma-health.service", "hpcnet-rdma-health.timer"):
+        (tmp / "units").mkdir(exist_ok=True)
+        (tmp / "units" / name).write_text("[Unit]\n", encoding="utf-8")
     program(tmp, "--textfile")
     assert (tmp / "textfile/hpcnet_rdma.prom").exists() and (tmp / "units/hpcnet-rdma-health.timer").exists()
     off = deploy(params(tmp, root, metrics="false", state_dir=str(tmp / "state")), SubprocessRunner(), False)

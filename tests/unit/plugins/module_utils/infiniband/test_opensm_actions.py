@@ -12,13 +12,16 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband import open
 
 A, B = "0x0c42a10300aa0101", "0x0c42a10300aa0201"
 SM = [{"guid": A, "device": "mlx5_0", "port": 1}, {"guid": B, "device": "mlx5_1", "port": 1}]
-UNIT = {"src": "opensm@.service.j2", "dest": "/etc/systemd/system/opensm@.service"}
+UNIT = {"kind": "unit", "src": "opensm@.service.j2", "dest": "/etc/systemd/system/opensm@.service"}
+PARTITIONS = {"kind": "partitions", "src": "partitions.conf.j2", "dest": "/etc/opensm/partitions.conf"}
 BASE = "Default=0x7fff,ipoib : ALL=full ;\n"
 COMPUTE = "compute=0x0002,ipoib : ALL_CAS=full ;\n"
 
 
-def _files(changed_guids=(), unit=False):
-    return {"results": [{"item": sm, "changed": sm["guid"] in changed_guids} for sm in SM]
+def _files(changed_guids=(), unit=False, partitions=False):
+    """The one write loop of sm_instances.yml: partitions.conf, each instance's opensm.conf, the template unit."""
+    return {"results": [{"item": PARTITIONS, "changed": partitions}]
+            + [{"item": sm, "changed": sm["guid"] in changed_guids} for sm in SM]
             + [{"item": UNIT, "changed": unit}]}
 
 
@@ -38,8 +41,10 @@ def _slurp(text):
 
 
 def _actions(files=None, started=None, old=BASE, new=BASE, written=False):
-    return opensm.actions(SM, files or _files(), started or _started((A, False, "active"), (B, False, "active")),
-                          _slurp(old), new, {"changed": written})
+    """opensm.actions over ``files`` (default: nothing changed) with partitions.conf written by this run or not."""
+    results = [dict(r, changed=written) if r["item"] is PARTITIONS else r for r in (files or _files())["results"]]
+    return opensm.actions(SM, {"results": results}, started or _started((A, False, "active"), (B, False, "active")),
+                          _slurp(old), new)
 
 
 def test_units_stop_the_distribution_unit_then_start_one_instance_per_port():
@@ -52,6 +57,7 @@ def test_units_stop_the_distribution_unit_then_start_one_instance_per_port():
     # only the template unit written makes systemd re-read its units, not an instance's opensm.conf
     assert opensm.units(SM, [], _files(unit=True))["daemon_reload"] is True
     assert opensm.units(SM, [], _files(changed_guids=[A]))["daemon_reload"] is False
+    assert opensm.units(SM, [], _files(partitions=True))["daemon_reload"] is False
     assert opensm.units([], [], {})["units"] == []
 
 
@@ -91,5 +97,5 @@ def test_an_instance_this_run_only_enabled_still_takes_the_new_configuration():
     assert _actions(started=started, new=BASE + COMPUTE, written=True) == [
         {"guid": A, "state": "reloaded"}, {"guid": B, "state": "reloaded"}]
     # the units task did not run (check mode, a skipped result): nothing counts as started
-    assert opensm.actions(SM, _files(changed_guids=[A]), {}, _slurp(BASE), BASE, {"changed": False}) == [
+    assert opensm.actions(SM, _files(changed_guids=[A]), {}, _slurp(BASE), BASE) == [
         {"guid": A, "state": "restarted"}]
