@@ -199,12 +199,13 @@ _DECODERS = {SUBTYPE_ETS_CONFIG: decode_ets_config, SUBTYPE_ETS_RECO: decode_ets
 def is_dcbx_tlv(oui, subtype):
     """True for an IEEE 802.1Qaz TLV: OUI 00-80-C2 (any case, ``,``/``-``/``:`` separated), subtype 9-12."""
     norm = re.sub(r"[-:]", ",", str(oui or "")).upper()
-    return norm == OUI_8021 and _subtype_int(subtype) in SUBTYPES
+    return norm == OUI_8021 and to_int(subtype) in SUBTYPES
 
 
-def _subtype_int(subtype):
+def to_int(text):
+    """A decimal field as lldpcli prints it (``" 11"``) -> int, or None when it is none (lldp.py reads MFS with it)."""
     try:
-        return int(str(subtype).strip())
+        return int(str(text).strip())
     except (TypeError, ValueError):
         return None
 
@@ -218,7 +219,7 @@ def decode(tlvs):
     for tlv in tlvs or ():
         if not isinstance(tlv, dict) or not is_dcbx_tlv(tlv.get("oui"), tlv.get("subtype")):
             continue
-        subtype = _subtype_int(tlv.get("subtype"))
+        subtype = to_int(tlv.get("subtype"))
         if subtype in seen:
             dcbx["problems"].append("%s sent more than once; the first one is used" % _tlv_label(subtype))
             continue
@@ -227,7 +228,7 @@ def decode(tlvs):
         if problem:
             dcbx["problems"].append("%s: %s; not decoded" % (_tlv_label(subtype), problem))
             continue
-        length = _subtype_int(tlv.get("len"))
+        length = to_int(tlv.get("len"))
         if length is not None and length != len(data):
             dcbx["problems"].append("%s: lldpcli says %d octets and prints %d" % (_tlv_label(subtype), length,
                                                                                   len(data)))

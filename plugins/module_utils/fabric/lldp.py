@@ -57,13 +57,6 @@ def _list(element, key):
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
-def _int(text):
-    try:
-        return int(str(text).strip())
-    except (TypeError, ValueError):
-        return None
-
-
 def peer_from_interface(interface):
     """One json0 ``interface`` element (a neighbour heard on a local port) -> the peer dict."""
     chassis = (_list(interface, "chassis") or [{}])[0]
@@ -78,7 +71,7 @@ def peer_from_interface(interface):
         "port_id": _first(port, "id"),
         "port_description": _first(port, "descr"),
         "mgmt_address": _first(chassis, "mgmt-ip"),
-        "mfs": _int(_first(port, "mfs")),
+        "mfs": dcbx_tlvs.to_int(_first(port, "mfs")),
         "dcbx": dcbx_tlvs.decode(tlvs),
     }
 
