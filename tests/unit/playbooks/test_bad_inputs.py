@@ -122,13 +122,14 @@ _FACTS = []
 def _gathered_facts(cache, hosts):
     """Ansible's settings for a fact cache (jsonfile, under ``cache``) that holds this machine's facts for each of
     ``hosts``: the play's fact gathering then finds them (gathering = smart) instead of running the setup module once
-    per host. The facts are gathered once per process (a real setup run, through the first host's interpreter)."""
+    per host. The facts are gathered once per process (a real gather_facts run, through the first host's interpreter:
+    the action, not the setup module alone, marks the facts gathered, without which each host gathers again)."""
     env = {"ANSIBLE_GATHERING": "smart", "ANSIBLE_CACHE_PLUGIN": "ansible.builtin.jsonfile",
            "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache), "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "0"}
     if not _FACTS:
         name = "fact-template"
         python = next(iter(hosts.values()))["ansible_python_interpreter"]
-        argv = [str(Path(sys.executable).parent / "ansible"), name, "-i", "%s," % name, "-c", "local", "-m", "ansible.builtin.setup",
+        argv = [str(Path(sys.executable).parent / "ansible"), name, "-i", "%s," % name, "-c", "local", "-m", "ansible.builtin.gather_facts",
                 "-e", "ansible_python_interpreter=%s" % python]
         template = cache.parent / "fact-template"
         run_env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_HOME=str(REPO_ROOT / ".ansible"),
