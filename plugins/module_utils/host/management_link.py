@@ -66,9 +66,11 @@ def normalise_address(text):
 
 
 def ssh_server_address(value):
-    """The server address (third field) of an ``SSH_CONNECTION`` value, or None when it has no such field."""
+    """The server address (third field) of an ``SSH_CONNECTION`` value, or None when it has no such field or sshd did
+    not know it: over a connection that is not a socket (``sshd -i`` on a pipe, as a ProxyCommand or from inetd)
+    OpenSSH writes ``UNKNOWN 65535 UNKNOWN 65535``."""
     fields = (value or "").split()
-    return fields[2] if len(fields) >= 4 else None
+    return fields[2] if len(fields) >= 4 and fields[2] != "UNKNOWN" else None
 
 
 def _read_environ(path):

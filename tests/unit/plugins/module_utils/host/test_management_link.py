@@ -373,6 +373,16 @@ def test_ssh_connection_is_found_in_a_parent_when_sudo_dropped_it(host):
     assert result["message"].startswith("the connection address 10.0.1.12 is on enp12s0np0, the netdev of RDMA device mlx5_0 port 1")
 
 
+def test_an_ssh_connection_over_a_pipe_has_no_address_and_checks_the_routes_only(host):
+    """sshd -i on a pipe (a ProxyCommand, inetd) knows no addresses: OpenSSH writes UNKNOWN for them."""
+    _process(host.proc, 4000, 1, {"SSH_CONNECTION": "UNKNOWN 65535 UNKNOWN 65535"})
+    host.default_via("eth0")
+    result = host.check(None, FakeRunner({"eth0": ["192.0.2.10"]}),
+                        environ={"SSH_CONNECTION": "UNKNOWN 65535 UNKNOWN 65535"}, pid=4000)
+    assert result["addresses"] == [] and result["address_source"] is None
+    assert [e["reason"] for e in result["management_interfaces"]] == ["default_route"]
+
+
 def test_no_ssh_connection_anywhere_checks_the_routes_only(host):
     _process(host.proc, 4000, 1, {"PATH": "/usr/bin"})
     host.default_via("eth0")
