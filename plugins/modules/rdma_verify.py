@@ -67,6 +67,12 @@ options:
         the SMInfo of the SM at that port's SM LID, which must say C(SMINFO_MASTER). An answer from an SM in
         another state (a stale SM LID, as opensm can leave the ports of a rail after a handover) is an error of
         the C(subnet_manager) check; a failed query is not judged."
+      - "C(roce_declared_qos) (dict, optional, RoCE) is the roce role's C(roce_declared_qos) (C({netdev: roce_qos
+        parameters})): the profile each RoCE link's switch must agree with (C(switch_pfc), C(switch_app),
+        C(switch_mtu), C(switch_dcbx) of the C(links) check). Null compares no switch."
+      - "The C(links) check reads each port's C(peer) in C(rdma) (M(hpcnet.rdma.rdma_facts) with C(peers=true)):
+        the rail map, C(peer_missing), C(rail_map), C(ib_link_width) and the switch agreement; it is skipped for
+        facts read without peers."
     type: dict
     required: true
   spec:
@@ -95,6 +101,13 @@ options:
         description:
           - Firmware version every HCA must run (C(28.41.1000)), or a dict from board_id (PSID, C(MT_0000000838))
             or hca_type (C(MT4129)) to a version. Null takes, per board, the most common version of the group.
+        type: raw
+      rail_switches:
+        description:
+          - The switch group of each rail (C(rdma_rail_switches)), a list with one item per rail, rail 0 first; an
+            item is a glob on the switch's LLDP system name or node description (C(leaf-r0-*)), or a list of globs.
+          - Null infers each rail's switches (the switch most of a rail's ports reach); a fabric whose hosts put two
+            rails on one switch is then not checked as rail-optimised.
         type: raw
 notes:
   - Read-only; always returns C(changed=false) and runs the same in check mode.
@@ -155,7 +168,8 @@ hosts:
     - Per host (inventory name) the group, the outcome of every check, the host's verdict (C(fail) when it has an
       error finding, or sits on a rail with no SM) and its counts of error and warning findings.
     - C(checks) maps each check name (C(port_state), C(link_layer), C(rate), C(width), C(mtu), C(firmware),
-      C(gid_index), C(roce_qos), C(subnet_manager), C(ipoib), C(memlock), C(kernel_modules), C(gdr)) to C(pass),
+      C(gid_index), C(roce_qos), C(subnet_manager), C(ipoib), C(memlock), C(kernel_modules), C(gdr), C(links)) to
+      C(pass),
       C(fail) (at least one finding, error or warning) or C(skip) (nothing to check on this host).
   type: dict
   returned: always
@@ -206,6 +220,20 @@ findings:
       description: What to do, with the commands to look further.
       type: str
       sample: "check the cable and the switch port; `ibstat mlx5_1 1` / `mlxlink -d mlx5_1 -p 1`"
+rail_map:
+  description:
+    - "Host -> rail (a string, C('0')) -> C({device, port, switch, switch_port}): the switch port each compute port
+      reaches (its peer's system name and port id); C(switch) and C(switch_port) null for a port with no peer."
+  type: dict
+  returned: always
+  sample: {node01: {"0": {device: mlx5_0, port: 1, switch: leaf-r0, switch_port: swp1}}}
+rail_map_basis:
+  description:
+    - How each rail's switch group was found (C(basis) C(declared), C(inferred) or C(none)), in a line (C(note)),
+      and the groups (C(rail_switches), rail -> switches).
+  type: dict
+  returned: always
+  sample: {basis: inferred, note: each switch serves the rail most of its host ports are on, rail_switches: {"0": [leaf-r0]}}
 references:
   description:
     - What the checks compared with where the spec is silent, per group (C(infiniband), C(roce)) - of the compute
@@ -249,6 +277,7 @@ ARGUMENT_SPEC = dict(
         expected_storage_rate_gbps=dict(type="float"),
         min_width=dict(type="str"),
         expected_fw_ver=dict(type="raw"),
+        rail_switches=dict(type="raw"),
     )),
 )
 

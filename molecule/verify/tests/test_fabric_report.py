@@ -69,3 +69,23 @@ def test_nccl_conf_on_the_host_is_the_one_verified(host):
         pytest.skip("the fabric host runs no NCCL")
     conf = host.file("/etc/nccl.conf")
     assert conf.exists and "NCCL_IB_HCA" in conf.content_string
+
+
+def test_rail_map_each_ib_rail_on_its_own_switch_and_roce_peers_unread_without_lldpd(report):
+    """The IB hosts' peers come from the subnet manager's view (the real iblinkinfo over ibsim: one switch per rail);
+    the RoCE hosts run no lldpd in this scenario, which verify says once per host instead of passing their links."""
+    rail_map = report["rail_map"]
+    assert sorted(rail_map) == sorted(IB_HOSTS + ROCE_HOSTS)
+    switches = {}
+    for host in IB_HOSTS:
+        assert sorted(rail_map[host]) == ["0", "1"], rail_map[host]
+        for rail, entry in rail_map[host].items():
+            assert entry["switch"] and entry["switch_port"], (host, rail, entry)
+            switches.setdefault(rail, set()).add(entry["switch"])
+        assert report["hosts"][host]["checks"]["links"] == "pass", host
+    assert all(len(names) == 1 for names in switches.values()) and switches["0"] != switches["1"], switches
+    assert report["meta"]["rail_map_basis"] == "inferred"
+    for host in ROCE_HOSTS:
+        (unread,) = [f for f in report["findings"] if f["host"] == host and f["check"] == "peer_missing"]
+        assert unread["severity"] == "warning" and "lldpd" in unread["cause"] + unread["fix"], unread
+        assert all(entry["switch"] is None for entry in rail_map[host].values())

@@ -31,7 +31,7 @@ PATTERNS = ("ring", "all_pairs", "pairs")
 LAUNCHERS = ("mpirun", "srun")
 PORT_ROLES = ("compute", "storage", "management", "unused")
 PERFTEST_ROLES = ("compute", "storage")
-TOP_LEVEL = ("verdict", "hosts", "findings", "perftest", "nccl", "counters", "meta", "latency")
+TOP_LEVEL = ("verdict", "hosts", "findings", "perftest", "nccl", "counters", "meta", "latency", "rail_map")
 TOP_REQUIRED = ("verdict", "hosts", "findings", "perftest", "nccl", "counters")
 
 
@@ -118,6 +118,9 @@ LATENCY_FIELDS = {
     "t_avg_us": (False, NUM_GE0_OR_NULL), "t_stdev_us": (False, NUM_GE0_OR_NULL), "p99_us": (False, NUM_GE0_OR_NULL),
     "p99_9_us": (False, NUM_GE0_OR_NULL), "error": (False, NAME), "role": (False, _enum(PERFTEST_ROLES)),
 }
+RAIL_MAP_FIELDS = {"device": (True, NAME), "port": (True, INT_GE1), "switch": (True, NAME_OR_NULL),
+                   "switch_port": (True, NAME_OR_NULL)}
+RAIL_MAP_BASES = ("declared", "inferred", "none")
 NCCL_FIELDS = {
     "net_transport": (True, NAME_OR_NULL), "link_layer": (True, LINK_LAYER), "gdr": (True, BOOL_OR_NULL),
     "fallback_to_socket": (True, BOOL_OR_NULL), "busbw_gbps": (True, NUM_GE0_OR_NULL),
@@ -128,7 +131,7 @@ META_FIELDS = {
     "schema_version": (False, _rule("the integer %d" % SCHEMA_VERSION, lambda v: _is_int(v) and v == SCHEMA_VERSION)),
     "generated_at": (False, NAME), "collection_version": (False, NAME), "pattern": (False, _enum(PATTERNS)),
     "launcher": (False, _enum(LAUNCHERS)), "rounds": (False, INT_GE0), "failed_hosts": (False, NAME_LIST),
-    "thresholds": (False, None),
+    "thresholds": (False, None), "rail_map_basis": (False, _enum(RAIL_MAP_BASES)), "rail_map_note": (False, TEXT),
 }
 THRESHOLD_FIELDS = {
     "min_bw_pct": (False, _rule("a number from 0 to 100", lambda v: _is_num(v) and 0 <= v <= 100)),
@@ -230,6 +233,12 @@ def validate_report(report):
     _check_list("perftest", report.get("perftest", []), PERFTEST_FIELDS, problems)
     if "latency" in report:
         _check_list("latency", report["latency"], LATENCY_FIELDS, problems)
+    for host, rails in _check_named_map("rail_map", report.get("rail_map", {}), "hosts", problems):
+        for rail, entry in _check_named_map("rail_map%s" % _key(host), rails, "rails", problems):
+            if not rail.isdigit():
+                problems.append("rail_map%s%s: a rail is a number (0, 1, ...); got %s" % (_key(host), _key(rail),
+                                                                                      _show(rail)))
+            _check_object("rail_map%s%s" % (_key(host), _key(rail)), entry, RAIL_MAP_FIELDS, problems)
     for host, entry in _check_named_map("nccl", report.get("nccl", {}), "hosts", problems):
         _check_object("nccl%s" % _key(host), entry, NCCL_FIELDS, problems)
     for host, ports in _check_named_map("counters", report.get("counters", {}), "hosts", problems):
@@ -315,7 +324,7 @@ def _sorted_map(mapping):
     return dict((k, mapping[k]) for k in sorted(mapping, key=natural_key))
 
 
-def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=None):
+def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=None, rail_map=None):
     """Join the verify phases' results into the fabric report.
 
     :arg hosts: host -> ``{group, checks: {check: pass|fail|skip}}`` (+ ports: ``[{id, role, rail, link_layer,
@@ -332,6 +341,8 @@ def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=N
     :arg meta: ``{generated_at, collection_version, pattern, launcher, rounds, failed_hosts, thresholds}``, all
         optional; ``schema_version`` is set.
     :arg latency: ``[{rail, client, server, t_typical_us}]`` (+ the other latency columns); omitted when None.
+    :arg rail_map: ``{host: {rail: {device, port, switch, switch_port}}}`` (rails as strings; switch and switch_port
+        null for a port with no peer); omitted when None.
     :returns: the report dict: findings sorted by severity (error, warning, info) then host, the rest by name.
     :raises ReportError: listing every problem, each naming its field (``findings[2].severity must be ...``).
     """
@@ -344,6 +355,8 @@ def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=N
     meta = _argument("meta", meta, dict, problems)
     if latency is not None:
         latency = _argument("latency", latency, list, problems)
+    if rail_map is not None:
+        rail_map = _argument("rail_map", rail_map, dict, problems)
     if problems:
         raise ReportError(problems)
 
@@ -372,6 +385,9 @@ def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=N
     report["perftest"] = [dict(r, pct=_pct(r)) if isinstance(r, dict) else r for r in items(perftest, "perftest")]
     if latency is not None:
         report["latency"] = items(latency, "latency")
+    if rail_map is not None:
+        report["rail_map"] = dict((h, dict((r, dict(e) if isinstance(e, dict) else e) for r, e in rails.items())
+                                      if isinstance(rails, dict) else rails) for h, rails in rail_map.items())
     report["nccl"] = {}
     for host, entry in nccl.items():
         if isinstance(entry, dict):
@@ -405,6 +421,9 @@ def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=N
     for entry in report["hosts"].values():
         entry["checks"] = dict(sorted(entry["checks"].items()))
     report["nccl"] = _sorted_map(report["nccl"])
+    if "rail_map" in report:
+        report["rail_map"] = _sorted_map(dict((h, dict(sorted(rails.items(), key=lambda item: int(item[0]))))
+                                              for h, rails in report["rail_map"].items()))
     report["counters"] = _sorted_map(dict(
         (h, _sorted_map(dict((p, dict(sorted(d.items()))) for p, d in ports.items())))
         for h, ports in report["counters"].items()))

@@ -251,6 +251,41 @@ def _host_table(report, out):
     out.append('</table></section>')
 
 
+def _rail_map(report, out):
+    """Host x rail -> switch:port, each cell coloured by the worst rail_map or peer_missing finding of that port."""
+    rail_map = report.get("rail_map")
+    if rail_map is None:
+        return
+    meta = report.get("meta") or {}
+    out.append('<section id="rail-map"><h2>Rail map (who each rail reaches)</h2>')
+    if meta.get("rail_map_note"):
+        out.append('<p class="muted">%s: %s</p>' % (_e(meta.get("rail_map_basis", "")), _e(meta["rail_map_note"])))
+    rails = sorted(set(int(r) for entry in rail_map.values() for r in entry))
+    if not rails:
+        out.append('<p class="muted">No compute port with a peer was read.</p></section>')
+        return
+    worst = {}
+    for f in report["findings"]:
+        if f["check"] in ("rail_map", "peer_missing") and "device" in f:
+            key = (f["host"], f["device"], f.get("port"))
+            worst[key] = "error" if "error" in (worst.get(key), f["severity"]) else f["severity"]
+    out.append('<table><tr><th>Host</th>%s</tr>' % "".join('<th>Rail %d</th>' % r for r in rails))
+    for host, entry in rail_map.items():
+        cells = []
+        for r in rails:
+            port = entry.get(str(r))
+            if port is None:
+                cells.append('<td class="untested">\u2014</td>')
+                continue
+            sev = worst.get((host, port["device"], port["port"]))
+            css = {"error": "bad", "warning": "warn"}.get(sev, "good" if port["switch"] else "untested")
+            reach = "%s:%s" % (port["switch"], port["switch_port"]) if port["switch"] else "no peer"
+            cells.append('<td class="cell %s"><span class="bw">%s</span><span class="pct">%s:%s</span></td>'
+                         % (css, _e(reach), _e(port["device"]), port["port"]))
+        out.append('<tr><th scope="row">%s</th>%s</tr>' % (_e(host), "".join(cells)))
+    out.append('</table></section>')
+
+
 def _port_label(port):
     """``compute rail 2``, ``storage``: a port's role and rail."""
     rail = port.get("rail")
@@ -411,6 +446,7 @@ def render_html(report):
     out.append("<main>")
     _findings(report, out)
     _host_table(report, out)
+    _rail_map(report, out)
     _heatmaps(report, out)
     _latency(report, out)
     _nccl(report, out)

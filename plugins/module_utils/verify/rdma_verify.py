@@ -18,7 +18,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_fabric import (
-    FABRIC, SKIP, Fabric, Outcome, finding, is_number, references_table, validate_hosts, validate_spec)
+    FABRIC, SKIP, Fabric, Outcome, VerifyInputError, finding, is_number, references_table, validate_hosts,
+    validate_spec)
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_links import links
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_ports import (
     check_firmware, check_gid_index, check_link_layer, check_mtu, check_pkeys, check_port_state, check_rate,
     check_subnet_manager, check_width, fabric_subnet_manager)
@@ -185,6 +187,25 @@ def check_gdr(fabric, host):
         "modprobe nvidia_peermem; make it load at boot (hpcnet.rdma.rdma_host)")])
 
 
+def fabric_links(fabric):
+    """Once for the fabric: the rail map and every link's findings (``verify_links``), kept on ``fabric`` for the
+    per-host part and the module's return."""
+    try:
+        fabric.links = links(fabric, fabric.spec["rail_switches"])
+    except ValueError as exc:
+        raise VerifyInputError(str(exc)) from exc
+    return []
+
+
+def check_links(fabric, host):
+    """The other end of each cable: the host's rails on their rails' switches (rail_map), a peer on every port
+    (peer_missing), InfiniBand links alike from both ends (ib_link_width), and the switch lossless where the host is
+    (switch_dcbx, switch_pfc, switch_app, switch_mtu); skipped for facts read without peers."""
+    if not isinstance(fabric.hosts[host]["rdma"].get("peers"), dict):
+        return SKIP
+    return Outcome([f for f in fabric.links["findings"] if f["host"] == host])
+
+
 class Check:
     def __init__(self, name, host, fabric=None):
         self.name = name
@@ -209,6 +230,7 @@ CHECKS = (
     Check("memlock", check_memlock),
     Check("kernel_modules", check_kernel_modules),
     Check("gdr", check_gdr),
+    Check("links", check_links, fabric_links),
 )
 CHECK_NAMES = tuple(c.name for c in CHECKS)
 
@@ -242,6 +264,9 @@ def verify(hosts, spec=None):
         "hosts": table,
         "findings": findings,
         "references": references_table(fabric),
+        "rail_map": fabric.links["rail_map"],
+        "rail_map_basis": {"basis": fabric.links["basis"], "note": fabric.links["note"],
+                           "rail_switches": dict((str(k), v) for k, v in fabric.links["rail_switches"].items())},
         "summary": {"hosts": len(fabric.order), "errors": errors, "warnings": warnings,
                     "failed_hosts": [n for n in fabric.order if table[n]["verdict"] == "fail"]},
     }

@@ -31,6 +31,7 @@ __metaclass__ = type
 import re
 from collections import Counter
 
+from ansible_collections.hpcnet.rdma.plugins.module_utils.fabric import rail_map
 from ansible_collections.hpcnet.rdma.plugins.module_utils.infiniband.infiniband import parse_sminfo
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import port_roles
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.rdma_sysfs import natural_key
@@ -41,10 +42,10 @@ SEVERITIES = ("error", "warning")
 STATUSES = ("pass", "fail", "skip")
 FABRIC = "fabric"          # the ``host`` of a finding about the whole fabric (a rail with no SM)
 
-HOST_KEYS = ("group", "rdma", "roce_qos", "expect", "sminfo")
+HOST_KEYS = ("group", "rdma", "roce_qos", "expect", "sminfo", "roce_declared_qos")
 EXPECT_KEYS = ("devices", "gdr", "ipoib", "mtu", "memlock", "storage_mtu", "pkeys", "netdev_mtu")
 SPEC_KEYS = ("expected_rate_gbps", "min_width", "expected_fw_ver", "expected_storage_rate_gbps", "min_storage_width",
-             "rate_sources")
+             "rate_sources", "rail_switches")
 CHECKED_ROLES = ("compute", "storage")
 FINDING_KEYS = ("host", "severity", "check", "device", "port", "expected", "found", "cause", "fix")
 
@@ -171,7 +172,12 @@ def validate_spec(spec):
             and all(isinstance(v, str) for v in sources.values())):
         raise VerifyInputError("spec.rate_sources maps compute or storage to where its expected rate comes from (a "
                                "text for the findings); got %r" % (sources,))
+    try:
+        rail_switches = rail_map.validate_rail_switches(spec.get("rail_switches"))
+    except rail_map.FabricInputError as exc:
+        raise VerifyInputError(str(exc)) from exc
     return {
+        "rail_switches": rail_switches,
         "rate_sources": dict(sources),
         "expected_rate_gbps": _opt_number(spec.get("expected_rate_gbps"), "spec.expected_rate_gbps"),
         "expected_storage_rate_gbps": _opt_number(spec.get("expected_storage_rate_gbps"),
@@ -238,6 +244,12 @@ def validate_hosts(hosts):
         elif not isinstance(qos, dict):
             raise VerifyInputError("%s.roce_qos must be the registered result of hpcnet.rdma.roce_qos (a dict with "
                                    "changed, diff, msg) or null; got %s" % (where, type(qos).__name__))
+        declared = entry.get("roce_declared_qos")
+        if declared in ("", None) or (isinstance(declared, str) and declared.startswith("__omit_place_holder__")):
+            declared = None
+        elif not isinstance(declared, dict) or not all(isinstance(v, dict) for v in declared.values()):
+            raise VerifyInputError("%s.roce_declared_qos must be the roce role's roce_declared_qos ({netdev: roce_qos "
+                                   "parameters}) or null; got %r" % (where, declared))
         expect = entry.get("expect") or {}
         if not isinstance(expect, dict):
             raise VerifyInputError("%s.expect must be a dict; got %s" % (where, type(expect).__name__))
@@ -247,6 +259,7 @@ def validate_hosts(hosts):
             raise VerifyInputError("%s.expect.ipoib must be a list of netdev names; got %r" % (where, ipoib))
         out[str(name)] = {
             "name": str(name), "group": group, "link_layer": GROUP_LINK_LAYER[group], "rdma": rdma, "roce_qos": qos,
+            "roce_declared_qos": declared,
             "sminfo": _sminfo(entry.get("sminfo"), where + ".sminfo"),
             "devices": _device_list(expect.get("devices"), where + ".expect.devices"),
             "gdr": _bool(expect.get("gdr"), where + ".expect.gdr"),
@@ -330,6 +343,8 @@ class Fabric:
         # the compute ports (the rails): what most checks look at
         self.ports = dict((name, [r for r in refs if r.role == "compute"]) for name, refs in self.all_ports.items())
         self._refs = {}
+        # the rail map and the link findings (rdma_verify.fabric_links)
+        self.links = {"rail_map": {}, "rail_switches": {}, "basis": "none", "note": "", "findings": []}
 
     @staticmethod
     def _select_ports(host):

@@ -64,8 +64,13 @@ def assemble(parts, min_pct, meta=None):
     meta["thresholds"] = {"min_bw_pct": float(min_pct)}
     if busbw not in (None, ""):
         meta["thresholds"]["min_busbw_gbps"] = float(busbw)
+    basis = spec.get("rail_map_basis") or {}
+    if spec.get("rail_map") is not None:
+        meta["rail_map_basis"] = basis.get("basis")
+        meta["rail_map_note"] = basis.get("note")
     return fabric_report.build_report(hosts=hosts, findings=findings, perftest=matrix["perftest"], nccl=nccl,
-                                      counters=counters, meta=meta, latency=matrix["latency"] or None)
+                                      counters=counters, meta=meta, latency=matrix["latency"] or None,
+                                      rail_map=spec.get("rail_map"))
 
 
 def _port_row(port):
