@@ -236,8 +236,8 @@ def validate_report(report):
     for host, rails in _check_named_map("rail_map", report.get("rail_map", {}), "hosts", problems):
         for rail, entry in _check_named_map("rail_map%s" % _key(host), rails, "rails", problems):
             if not rail.isdigit():
-                problems.append("rail_map%s%s: a rail is a number (0, 1, ...); got %s" % (_key(host), _key(rail),
-                                                                                      _show(rail)))
+                where = "rail_map%s%s" % (_key(host), _key(rail))
+                problems.append("%s: a rail is a number (0, 1, ...); got %s" % (where, _show(rail)))
             _check_object("rail_map%s%s" % (_key(host), _key(rail)), entry, RAIL_MAP_FIELDS, problems)
     for host, entry in _check_named_map("nccl", report.get("nccl", {}), "hosts", problems):
         _check_object("nccl%s" % _key(host), entry, NCCL_FIELDS, problems)
@@ -386,8 +386,10 @@ def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=N
     if latency is not None:
         report["latency"] = items(latency, "latency")
     if rail_map is not None:
-        report["rail_map"] = dict((h, dict((r, dict(e) if isinstance(e, dict) else e) for r, e in rails.items())
-                                      if isinstance(rails, dict) else rails) for h, rails in rail_map.items())
+        report["rail_map"] = {}
+        for host, rails in rail_map.items():
+            report["rail_map"][host] = dict((r, dict(e) if isinstance(e, dict) else e) for r, e in rails.items()) \
+                if isinstance(rails, dict) else rails
     report["nccl"] = {}
     for host, entry in nccl.items():
         if isinstance(entry, dict):

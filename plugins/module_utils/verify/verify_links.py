@@ -138,8 +138,8 @@ def links(fabric, rail_switches=None):
     built = rail_map.build(ports_by_host, rail_switches)
     note = built["note"]
     if left_out:
-        note += "; %d host(s) read without peers left out (%s)" % (len(left_out), ", ".join(left_out[:3]) +
-                                                                 (" ..." if len(left_out) > 3 else ""))
+        named = ", ".join(left_out[:3]) + (" ..." if len(left_out) > 3 else "")
+        note += "; %d host(s) read without peers left out (%s)" % (len(left_out), named)
     # a port whose source did not read has the host's one warning, not a peer_missing of its own
     mapped = [f for f in built["findings"]
               if not (f["check"] == "peer_missing" and (f["host"], f["device"], f["port"]) in quiet)]
