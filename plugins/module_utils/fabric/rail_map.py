@@ -90,13 +90,17 @@ def validate_rail_switches(value):
 
 
 def _peer(value, where):
+    """A port's peer, checked; ``port_id`` as text (LLDP gives a name, ``swp12``; iblinkinfo a number, 12)."""
     if value is None:
         return None
-    if not isinstance(value, dict) or not all(isinstance(value.get(k), str) and value.get(k)
-                                              for k in ("system_name", "port_id")):
-        raise FabricInputError("%s.peer must be null or a dict with system_name and port_id (strings); got %r"
-                               % (where, value))
-    return value
+    port_id = value.get("port_id") if isinstance(value, dict) else None
+    if isinstance(port_id, int) and not isinstance(port_id, bool):
+        port_id = str(port_id)
+    if not isinstance(value, dict) or not (isinstance(value.get("system_name"), str) and value["system_name"]
+                                           and isinstance(port_id, str) and port_id):
+        raise FabricInputError("%s.peer must be null or a dict with system_name (a string) and port_id (a string, "
+                               "or a number on InfiniBand); got %r" % (where, value))
+    return dict(value, port_id=port_id)
 
 
 def validate_hosts(hosts):

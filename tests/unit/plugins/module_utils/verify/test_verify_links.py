@@ -59,8 +59,9 @@ def ib_host(facts, index, switch_of=lambda rail: "leaf-r%d" % rail, width=None, 
     ({rail: value}) change a switch end."""
     rdma = facts(IB, index)
     for rail, (dev, _num, port) in enumerate(_ports(rdma)):
-        port["peer"] = {"system_name": switch_of(rail), "guid": "0x%016x" % (0xb0 + rail), "port_id": str(index),
-                        "lid": str(100 + rail), "node_type": "Switch",
+        # as fabric/ib_peers parses iblinkinfo: the switch port and LID are numbers
+        port["peer"] = {"system_name": switch_of(rail), "guid": "0x%016x" % (0xb0 + rail), "port_id": index,
+                        "lid": 100 + rail, "node_type": "Switch",
                         "width": (width or {}).get(rail, "4X"), "speed": "106.25 Gbps",
                         "hca_width": "4X", "hca_speed": "106.25 Gbps", "could_be": (could_be or {}).get(rail)}
     rdma["peers"] = {"lldp": NO_PORTS, "infiniband": OK, "problems": []}
