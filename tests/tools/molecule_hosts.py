@@ -11,23 +11,14 @@ The platforms come on stdin as JSON (molecule.yml's `platforms`, environment var
 them to its playbooks: molecule_yml.platforms). Only the keys the scenarios use are known; any other key is an error
 that names it, so a scenario cannot ask for a setting that would be silently dropped.
 
-The scenarios connect over SSH (.config/molecule/config.yml, provisioner.connection_options): one multiplexed
-connection a container, through `docker exec -i <container> sshd -i` as the ProxyCommand (no address, no port, no
-daemon), is 14-17 % less CPU a task than a `docker exec` a task (the docker CLI, dockerd and runc for each). `create`
-makes the controller's key pair (KEY, once) and puts its public key in each container as SSH_PUBKEY, which that sshd
-alone reads (the scenarios' own SSH set-up for mpirun keeps root's authorized_keys).
-
 Usage: molecule_hosts.py create|destroy < platforms.json    prints {"changed": true|false}
 """
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 KNOWN_KEYS = {"name", "image", "pre_build_image", "command", "stop_signal", "capabilities", "tmpfs", "volumes",
               "groups", "restart_policy", "docker_networks", "networks", "hostname", "ulimits"}
@@ -35,10 +26,6 @@ NETWORK_KEYS = {"name", "driver_options", "ipam_config", "internal"}   # a docke
 ATTACH_KEYS = {"name", "aliases"}                                        # a networks entry
 BUILTIN_NETWORKS = {"bridge", "host", "none"}
 LABEL = "owner=molecule"  # as the docker driver labels what it makes
-# the controller's key pair for the scenarios' SSH connection (config.yml names the same path), and where a container
-# keeps its public key
-KEY = Path(__file__).resolve().parents[2] / ".ansible" / "molecule-ssh" / "id_ed25519"
-SSH_PUBKEY = "/etc/ssh/hpcnet-molecule.pub"
 
 
 def docker(*args, check=True):
@@ -112,23 +99,7 @@ def create_container(platform):
                network["name"], name)
 
 
-def key_pair():
-    """The public key of KEY, made first when there is none (two scenarios may be created at once: the pair is made
-    in a directory of its own and renamed into place, and the one that loses the race uses the other's)."""
-    if not KEY.exists():
-        KEY.parent.parent.mkdir(parents=True, exist_ok=True)
-        made = Path(tempfile.mkdtemp(dir=KEY.parent.parent))
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "hpcnet-molecule", "-f",
-                        str(made / KEY.name)], check=True)
-        try:
-            os.rename(made, KEY.parent)
-        except OSError:
-            pass
-    return KEY.with_name(KEY.name + ".pub")
-
-
 def create(platforms):
-    pubkey = key_pair()
     for name, spec in networks(platforms).items():
         if docker("network", "inspect", name, check=False).returncode != 0:
             create_network(spec)
@@ -136,7 +107,6 @@ def create(platforms):
         # a container of an earlier run that was not destroyed: made again, as the platform says now
         docker("rm", "--force", platform["name"], check=False)
         create_container(platform)
-        docker("cp", str(pubkey), "%s:%s" % (platform["name"], SSH_PUBKEY))
     docker("start", *[platform["name"] for platform in platforms])
     return True
 
