@@ -86,7 +86,7 @@ options:
     version_added: "0.9.0"
   pcie:
     description:
-      - Also read the GPUDirect path inside the host from sysfs, without a GPU driver or C(nvidia-smi): every RDMA
+      - Also read the GPUDirect path inside the host from sysfs, without a GPU driver or C(nvidia-smi); every RDMA
         device's PCIe path from its root port (RV(ansible_facts.rdma.devices.pcie_path)), its MaxReadReq, IOMMU
         group and nearest GPU (RV(ansible_facts.rdma.devices.gpu_affinity)), the GPUs
         (RV(ansible_facts.rdma.gpus)) and the IOMMU mode (RV(ansible_facts.rdma.iommu)).
@@ -256,15 +256,15 @@ ansible_facts:
               version_added: "0.9.0"
               sample: "27"
             iommu_domain:
-              description: Only with O(pcie). The group's default domain type (C(kernel/iommu_groups/<n>/type):
-                C(identity), C(DMA), C(DMA-FQ)...), V(null) when unknown.
+              description: Only with O(pcie). The group's default domain type, from
+                C(kernel/iommu_groups/<n>/type) (C(identity), C(DMA), C(DMA-FQ)...), V(null) when unknown.
               type: str
               returned: when O(pcie=true)
               version_added: "0.9.0"
               sample: identity
             gpu_affinity:
               description:
-                - Only with O(pcie). The GPU nearest the device and how far, in C(nvidia-smi topo -m) terms:
+                - Only with O(pcie). The GPU nearest the device and how far, in C(nvidia-smi topo -m) terms,
                   C(PIX) (under one PCIe switch), C(PXB) (several switches), C(PHB) (the host bridge), C(NODE)
                   (another host bridge on the same NUMA node), C(SYS) (across NUMA nodes).
                 - V(null) without a GPU or a PCI function.
@@ -519,9 +519,9 @@ ansible_facts:
                    "problems": []}
         gpus:
           description:
-            - Only with O(pcie). The GPUs (PCI vendor 0x10de, class display or 3D controller), in PCI order: C(pci),
+            - Only with O(pcie). The GPUs (PCI vendor 0x10de, class display or 3D controller), in PCI order, with C(pci),
               C(numa_node) (-1 none), C(device_id) (the sysfs C(device) value, C(0x2330) is an H100 SXM) and
-              C(pcie_path) (as RV(ansible_facts.rdma.devices.pcie_path)). Read from sysfs: no GPU driver needed.
+              C(pcie_path) (as RV(ansible_facts.rdma.devices.pcie_path)). Read from sysfs, no GPU driver needed.
           type: list
           elements: dict
           returned: when O(pcie=true)
@@ -529,7 +529,7 @@ ansible_facts:
           sample: [{"pci": "0000:18:00.0", "numa_node": 0, "device_id": "0x2330", "pcie_path": []}]
         iommu:
           description:
-            - Only with O(pcie). C(mode) of the host's IOMMU from C(kernel/iommu_groups/): C(off) (no group),
+            - Only with O(pcie). C(mode) of the host's IOMMU from C(kernel/iommu_groups/), C(off) (no group),
               C(translated) (a group with a C(DMA) or C(DMA-FQ) default domain), C(passthrough) (C(identity)
               domains, C(iommu=pt)); V(null) when the kernel does not say (before 5.11).
           type: dict

@@ -207,6 +207,23 @@ def graft(root, host_bridges, iommu="passthrough", config_size=4096):
     return write(root, host_bridges, iommu=iommu, config_size=config_size)
 
 
+def build_host(root, profile, layout=None, host_index=1, iommu="passthrough", config_size=4096):
+    """Build a simulated host (a profile name or dict, ``tree.build_tree``) under ``root`` with its RDMA devices in the
+    PCIe tree ``layout`` (``(host_bridges, nodes)``, default ``dgx_h100()``; faults are node edits before this call):
+    the profile's device i at NIC i's address (``rails``), then ``graft``. Returns ``nodes``."""
+    import copy  # pylint: disable=import-outside-toplevel
+    from simhost import load  # pylint: disable=import-outside-toplevel
+    from simhost.tree import build_tree  # pylint: disable=import-outside-toplevel
+
+    host_bridges, nodes = layout or dgx_h100()
+    spec = copy.deepcopy(load(profile) if isinstance(profile, str) else profile)
+    for dev, pci in zip(spec["devices"], rails(nodes)):
+        dev["pci"] = pci
+    build_tree(spec, root, host_index=host_index)
+    graft(root, host_bridges, iommu=iommu, config_size=config_size)
+    return nodes
+
+
 def dgx_h100(nic_under=None):
     """A DGX H100-like host: 8 GPU-NIC pairs, each a root port (its own host bridge, as on Sapphire Rapids) with a
     PCIe switch whose two downstream ports hold an H100 SXM (10de:2330) and a ConnectX-7 (15b3:1021); pairs 0-3 on
