@@ -147,10 +147,6 @@ EXAMPLES = r"""
   hpcnet.rdma.rdma_facts:
     pcie: true
 
-- name: Show the GPU nearest each RDMA device (nvidia-smi topo -m terms)
-  ansible.builtin.debug:
-    msg: "{{ ansible_facts.rdma.devices | dict2items | map(attribute='value.gpu_affinity') | list }}"
-
 - name: Show the switch port of every compute port
   ansible.builtin.debug:
     msg: >-
@@ -237,20 +233,17 @@ ansible_facts:
               version_added: "0.9.0"
               sample: 4096
             max_payload:
-              description: Only with O(pcie). The function's Max_Payload_Size in bytes (lspci C(MaxPayload)), or
-                V(null).
+              description: Only with O(pcie). The function's Max_Payload_Size in bytes (lspci C(MaxPayload)).
               type: int
               returned: when O(pcie=true)
               version_added: "0.9.0"
-              sample: 256
             ats:
-              description: Only with O(pcie). Whether the function's ATS (Address Translation Services) is enabled;
-                V(null) when unknown.
+              description: Only with O(pcie). Whether the function's ATS (Address Translation Services) is on.
               type: bool
               returned: when O(pcie=true)
               version_added: "0.9.0"
             iommu_group:
-              description: Only with O(pcie). The function's IOMMU group (C(iommu_group) link), V(null) without one.
+              description: Only with O(pcie). The function's IOMMU group (its C(iommu_group) link), or V(null).
               type: str
               returned: when O(pcie=true)
               version_added: "0.9.0"
@@ -519,9 +512,8 @@ ansible_facts:
                    "problems": []}
         gpus:
           description:
-            - Only with O(pcie). The GPUs (PCI vendor 0x10de, class display or 3D controller), in PCI order, with C(pci),
-              C(numa_node) (-1 none), C(device_id) (the sysfs C(device) value, C(0x2330) is an H100 SXM) and
-              C(pcie_path) (as RV(ansible_facts.rdma.devices.pcie_path)). Read from sysfs, no GPU driver needed.
+            - Only with O(pcie). The GPUs (PCI vendor 0x10de, display or 3D class) in PCI order, with C(pci),
+              C(numa_node) (-1 none), C(device_id) (sysfs C(device), C(0x2330) an H100 SXM), C(pcie_path).
           type: list
           elements: dict
           returned: when O(pcie=true)
