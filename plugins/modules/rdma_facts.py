@@ -17,7 +17,8 @@ description:
     them as C(ansible_facts.rdma).
   - Never parses C(lspci), C(ibstat) or shell pipelines. The only commands run are C(ofed_info -s), C(dpkg-query)
     and C(rpm), as argv lists with C(LC_ALL=C), to tell which RDMA user-space stack is installed
-    (see O(gather_stack)), and with O(peers) C(lldpcli) and C(iblinkinfo), to name each port's peer.
+    (see O(gather_stack)), and with O(peers) C(lldpcli) and C(iblinkinfo), to name each port's peer. With
+    O(pcie), PCI config space is read from sysfs (C(<pci>/config)), as C(lspci) reads it.
   - Values keep the kernel's meaning (C(Documentation/ABI/stable/sysfs-class-infiniband)). A missing attribute,
     or one the kernel refuses with EINVAL (for example C(gid_attrs/ndevs/<i>) on InfiniBand ports and on empty
     GID entries), is reported as V(null) or left out of a list. A malformed value fails the module with a
@@ -83,6 +84,19 @@ options:
     type: bool
     default: false
     version_added: "0.9.0"
+  pcie:
+    description:
+      - Also read the GPUDirect path inside the host from sysfs, without a GPU driver or C(nvidia-smi); every RDMA
+        device's PCIe path from its root port (RV(ansible_facts.rdma.devices.pcie_path)), its MaxReadReq, IOMMU
+        group and nearest GPU (RV(ansible_facts.rdma.devices.gpu_affinity)), the GPUs
+        (RV(ansible_facts.rdma.gpus)) and the IOMMU mode (RV(ansible_facts.rdma.iommu)).
+      - Runs no command. Config space beyond its first 64 bytes is readable by root only; without it the ACS bits,
+        ATS and MaxReadReq are V(null). A device without a PCI function in sysfs (no C(device) link) gets V(null)
+        for each key, never a failure.
+      - When V(false) (the default) nothing is read for it and none of these keys is returned.
+    type: bool
+    default: false
+    version_added: "0.9.0"
 notes:
   - O(sysfs_root) must exist and contain C(class/), otherwise the module fails naming the path.
   - Read-only; always returns C(changed=false) and runs the same in check mode.
@@ -128,6 +142,10 @@ EXAMPLES = r"""
 - name: Gather with each port's peer (the switch and switch port at the other end of its cable)
   hpcnet.rdma.rdma_facts:
     peers: true
+
+- name: Gather with the PCIe path of every RDMA device, the GPUs and the IOMMU mode
+  hpcnet.rdma.rdma_facts:
+    pcie: true
 
 - name: Show the switch port of every compute port
   ansible.builtin.debug:
@@ -191,6 +209,62 @@ ansible_facts:
                 there is no link.
               type: str
               sample: "0000:1a:00.0"
+            pcie_path:
+              description:
+                - Only with O(pcie). The PCIe hops from the root port down to the device's function, root port first
+                  (C(devices/pci<domain>:<bus>/...) under O(sysfs_root)). Each hop has C(pci) (its address), C(type)
+                  (C(root_port), C(upstream_port), C(downstream_port), C(endpoint)...; V(null) unknown), C(speed) and
+                  C(max_speed) (GT/s, from C(current_link_speed) and C(max_link_speed)), C(width) and C(max_width)
+                  (lanes), C(acs) (the ACS Control bits by their lspci names, C(SrcValid), C(TransBlk), C(ReqRedir),
+                  C(CmpltRedir), C(UpstreamFwd), C(EgressCtrl), C(DirectTrans), each true or false; V({}) no ACS
+                  capability; V(null) unreadable) and C(acs_redirect) (ReqRedir or CmpltRedir on; V(null) unknown).
+                - V(null) for a device without a PCI function in sysfs.
+              type: list
+              elements: dict
+              returned: when O(pcie=true)
+              version_added: "0.9.0"
+              sample: [{"pci": "0000:15:01.0", "type": "root_port", "speed": 32.0, "width": 16, "max_speed": 32.0,
+                        "max_width": 16, "acs": {"SrcValid": false, "ReqRedir": false}, "acs_redirect": false}]
+            max_read_req:
+              description: Only with O(pcie). The function's Max_Read_Request_Size in bytes (PCI Express Device
+                Control, lspci C(MaxReadReq)); V(null) when the config space cannot be read that far (not root).
+              type: int
+              returned: when O(pcie=true)
+              version_added: "0.9.0"
+              sample: 4096
+            max_payload:
+              description: Only with O(pcie). The function's Max_Payload_Size in bytes (lspci C(MaxPayload)).
+              type: int
+              returned: when O(pcie=true)
+              version_added: "0.9.0"
+            ats:
+              description: Only with O(pcie). Whether the function's ATS (Address Translation Services) is on.
+              type: bool
+              returned: when O(pcie=true)
+              version_added: "0.9.0"
+            iommu_group:
+              description: Only with O(pcie). The function's IOMMU group (its C(iommu_group) link), or V(null).
+              type: str
+              returned: when O(pcie=true)
+              version_added: "0.9.0"
+              sample: "27"
+            iommu_domain:
+              description: Only with O(pcie). The group's default domain type, from
+                C(kernel/iommu_groups/<n>/type) (C(identity), C(DMA), C(DMA-FQ)...), V(null) when unknown.
+              type: str
+              returned: when O(pcie=true)
+              version_added: "0.9.0"
+              sample: identity
+            gpu_affinity:
+              description:
+                - Only with O(pcie). The GPU nearest the device and how far, in C(nvidia-smi topo -m) terms,
+                  C(PIX) (under one PCIe switch), C(PXB) (several switches), C(PHB) (the host bridge), C(NODE)
+                  (another host bridge on the same NUMA node), C(SYS) (across NUMA nodes).
+                - V(null) without a GPU or a PCI function.
+              type: dict
+              returned: when O(pcie=true)
+              version_added: "0.9.0"
+              sample: {"gpu": "0000:18:00.0", "distance": "PIX"}
             netdevs:
               description: Netdev names under C(class/infiniband/<dev>/device/net/), sorted.
               type: list
@@ -436,6 +510,24 @@ ansible_facts:
                    "infiniband": {"state": "no_ports",
                                   "reason": "no InfiniBand port with a physical link: iblinkinfo is not run"},
                    "problems": []}
+        gpus:
+          description:
+            - Only with O(pcie). The GPUs (PCI vendor 0x10de, display or 3D class) in PCI order, with C(pci),
+              C(numa_node) (-1 none), C(device_id) (sysfs C(device), C(0x2330) an H100 SXM), C(pcie_path).
+          type: list
+          elements: dict
+          returned: when O(pcie=true)
+          version_added: "0.9.0"
+          sample: [{"pci": "0000:18:00.0", "numa_node": 0, "device_id": "0x2330", "pcie_path": []}]
+        iommu:
+          description:
+            - Only with O(pcie). C(mode) of the host's IOMMU from C(kernel/iommu_groups/), C(off) (no group),
+              C(translated) (a group with a C(DMA) or C(DMA-FQ) default domain), C(passthrough) (C(identity)
+              domains, C(iommu=pt)); V(null) when the kernel does not say (before 5.11).
+          type: dict
+          returned: when O(pcie=true)
+          version_added: "0.9.0"
+          sample: {"mode": "passthrough"}
         kernel_modules:
           description: Whether each RDMA kernel module is loaded (C(<sysfs_root>/module/<name>) exists), for
             C(mlx5_core), C(mlx5_ib), C(ib_core), C(ib_uverbs), C(ib_umad), C(ib_ipoib), C(rdma_cm), C(rdma_ucm),
@@ -463,6 +555,7 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpcnet.rdma.plugins.module_utils.fabric import peers as fabric_peers
+from ansible_collections.hpcnet.rdma.plugins.module_utils.pcie import facts as pcie_facts
 from ansible_collections.hpcnet.rdma.plugins.module_utils.stack.rdma_stack import memlock_limits, probe_stack
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs import facts
 from ansible_collections.hpcnet.rdma.plugins.module_utils.sysfs.port_roles import PortRoleError
@@ -481,6 +574,7 @@ def main():
             fabrics=dict(type="list", elements="str", default=[]),
             management_netdevs=dict(type="list", elements="str"),
             peers=dict(type="bool", default=False),
+            pcie=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -497,6 +591,8 @@ def main():
     rdma["stack"] = probe_stack(runner) if params["gather_stack"] else None
     if params["peers"]:
         fabric_peers.attach(rdma, runner)
+    if params["pcie"]:
+        pcie_facts.attach(rdma)
     module.exit_json(changed=False, ansible_facts={"rdma": rdma})
 
 

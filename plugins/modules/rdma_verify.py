@@ -73,6 +73,10 @@ options:
       - "The C(links) check reads each port's C(peer) in C(rdma) (M(hpcnet.rdma.rdma_facts) with C(peers=true)):
         the rail map, C(peer_missing), C(rail_map), C(ib_link_width) and the switch agreement; it is skipped for
         facts read without peers."
+      - "The C(pcie) check reads each RDMA device's C(pcie_path), C(gpu_affinity) and C(max_read_req), C(gpus) and
+        C(iommu) in C(rdma) (M(hpcnet.rdma.rdma_facts) with C(pcie=true)): C(pcie_link), C(gpu_affinity),
+        C(pcie_max_read_req) on every host, C(pcie_acs) and C(iommu) where C(expect.gdr) is true; it is skipped for
+        facts read without the PCIe path."
     type: dict
     required: true
   spec:
@@ -168,9 +172,8 @@ hosts:
     - Per host (inventory name) the group, the outcome of every check, the host's verdict (C(fail) when it has an
       error finding, or sits on a rail with no SM) and its counts of error and warning findings.
     - C(checks) maps each check name (C(port_state), C(link_layer), C(rate), C(width), C(mtu), C(firmware),
-      C(gid_index), C(roce_qos), C(subnet_manager), C(ipoib), C(memlock), C(kernel_modules), C(gdr), C(links)) to
-      C(pass),
-      C(fail) (at least one finding, error or warning) or C(skip) (nothing to check on this host).
+      C(gid_index), C(roce_qos), C(subnet_manager), C(ipoib), C(memlock), C(kernel_modules), C(gdr), C(links),
+      C(pcie)) to C(pass), C(fail) (at least one finding, error or warning) or C(skip) (nothing to check on this host).
   type: dict
   returned: always
   sample:
@@ -234,6 +237,16 @@ rail_map_basis:
   type: dict
   returned: always
   sample: {basis: inferred, note: each switch serves the rail most of its host ports are on, rail_switches: {"0": [leaf-r0]}}
+pcie:
+  description:
+    - "Host -> rail (a string, C('0')) -> C({device, gpu, distance, path, gpu_path}): the rail's RDMA device, its
+      nearest GPU and their distance in C(nvidia-smi topo -m) terms (C(PIX), C(PXB), C(PHB), C(NODE), C(SYS)), and
+      the hops of the NIC's and the GPU's PCIe paths from their root ports (C(pci), C(type), C(speed), C(width),
+      C(max_speed), C(max_width), C(acs_redirect), C(flags): the checks that name the hop). Hosts whose facts were
+      read without the PCIe path are left out."
+  type: dict
+  returned: always
+  sample: {node01: {"0": {device: mlx5_0, gpu: "0000:18:00.0", distance: PIX, path: [], gpu_path: []}}}
 references:
   description:
     - What the checks compared with where the spec is silent, per group (C(infiniband), C(roce)) - of the compute

@@ -53,8 +53,9 @@ def _speed(value):
     return "%gGT/s" % value
 
 
-def pcie_link(host, device, path, rail=None):
-    """Findings for the links of ``path`` (hops root port first) trained below what both ends can do."""
+def downgraded_links(path):
+    """``[(port, below, values)]``: the links of ``path`` (hops root port first) trained below what both ends can do
+    (``values``: the ports' and the function's maximum speed and width, the trained speed and width)."""
     out = []
     for index in tree.upstream_facing(path):
         port, below = path[index - 1], path[index]
@@ -62,9 +63,36 @@ def pcie_link(host, device, path, rail=None):
                   below.get("speed"), below.get("width"))
         if None in values:
             continue
+        if below["speed"] < min(values[0], values[1]) or below["width"] < min(values[2], values[3]):
+            out.append((port, below, values))
+    return out
+
+
+def redirecting_bridges(nic, gpu):
+    """The bridges between the NIC (its read function) and its GPU whose ACS redirects peer-to-peer requests
+    (ReqRedir or CmpltRedir), those with DirectTrans under a NIC with ATS enabled aside."""
+    return [bridge for bridge in tree.bridges_between(nic["pcie_path"], gpu["pcie_path"])
+            if bridge.get("acs_redirect") and not (bridge["acs"].get("DirectTrans") and nic.get("ats"))]
+
+
+def hop_flags(nic, gpu=None, gpudirect=True):
+    """``{pci: [check]}``: the hops of the NIC's and the GPU's paths a finding names (``pcie_link``: the function
+    below a link trained down; ``pcie_acs``: a redirecting bridge between them, with GPUDirect expected)."""
+    out = {}
+    for path in (nic["pcie_path"], gpu["pcie_path"] if gpu else []):
+        for _port, below, _values in downgraded_links(path):
+            out.setdefault(below["pci"], []).append("pcie_link")
+    if gpu and gpudirect:
+        for bridge in redirecting_bridges(nic, gpu):
+            out.setdefault(bridge["pci"], []).append("pcie_acs")
+    return out
+
+
+def pcie_link(host, device, path, rail=None):
+    """Findings for the links of ``path`` (hops root port first) trained below what both ends can do."""
+    out = []
+    for port, below, values in downgraded_links(path):
         want_speed, want_width = min(values[0], values[1]), min(values[2], values[3])
-        if below["speed"] >= want_speed and below["width"] >= want_width:
-            continue
         out.append(finding(
             host, "error", "pcie_link", device=device, rail=rail,
             expected="%s x%d on the link %s -> %s (the lower of its ends' maxima: %s x%d and %s x%d)" % (
@@ -86,12 +114,8 @@ def _acs_text(acs):
 def pcie_acs(host, device, nic, gpu, rail=None):
     """Findings for ACS redirect on the bridges between the NIC (``nic``: its read function) and its GPU (``gpu``)."""
     out = []
-    for bridge in tree.bridges_between(nic["pcie_path"], gpu["pcie_path"]):
-        acs = bridge.get("acs")
-        if not bridge.get("acs_redirect"):
-            continue
-        if acs.get("DirectTrans") and nic.get("ats"):
-            continue
+    for bridge in redirecting_bridges(nic, gpu):
+        acs = bridge["acs"]
         out.append(finding(
             host, "error", "pcie_acs", device=device, rail=rail,
             expected="ACS ReqRedir- CmpltRedir- on %s (between GPU %s and %s), for GPUDirect RDMA" % (

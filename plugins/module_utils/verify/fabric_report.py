@@ -31,7 +31,7 @@ PATTERNS = ("ring", "all_pairs", "pairs")
 LAUNCHERS = ("mpirun", "srun")
 PORT_ROLES = ("compute", "storage", "management", "unused")
 PERFTEST_ROLES = ("compute", "storage")
-TOP_LEVEL = ("verdict", "hosts", "findings", "perftest", "nccl", "counters", "meta", "latency", "rail_map")
+TOP_LEVEL = ("verdict", "hosts", "findings", "perftest", "nccl", "counters", "meta", "latency", "rail_map", "pcie")
 TOP_REQUIRED = ("verdict", "hosts", "findings", "perftest", "nccl", "counters")
 
 
@@ -121,6 +121,15 @@ LATENCY_FIELDS = {
 RAIL_MAP_FIELDS = {"device": (True, NAME), "port": (True, INT_GE1), "switch": (True, NAME_OR_NULL),
                    "switch_port": (True, NAME_OR_NULL)}
 RAIL_MAP_BASES = ("declared", "inferred", "none")
+DISTANCES = ("PIX", "PXB", "PHB", "NODE", "SYS")
+PCIE_RAIL_FIELDS = {"device": (True, NAME), "gpu": (True, NAME_OR_NULL), "distance": (True, _enum(DISTANCES, True)),
+                    "path": (True, None), "gpu_path": (False, None)}
+PCIE_HOP_FIELDS = {
+    "pci": (True, NAME), "type": (False, NAME_OR_NULL), "speed": (False, NUM_GE0_OR_NULL),
+    "width": (False, _rule("an integer >= 0", lambda v: _is_int(v) and v >= 0, nullable=True)),
+    "max_speed": (False, NUM_GE0_OR_NULL), "max_width": (False, INT_OR_NULL), "acs_redirect": (False, BOOL_OR_NULL),
+    "flags": (False, NAME_LIST),
+}
 NCCL_FIELDS = {
     "net_transport": (True, NAME_OR_NULL), "link_layer": (True, LINK_LAYER), "gdr": (True, BOOL_OR_NULL),
     "fallback_to_socket": (True, BOOL_OR_NULL), "busbw_gbps": (True, NUM_GE0_OR_NULL),
@@ -239,6 +248,15 @@ def validate_report(report):
                 where = "rail_map%s%s" % (_key(host), _key(rail))
                 problems.append("%s: a rail is a number (0, 1, ...); got %s" % (where, _show(rail)))
             _check_object("rail_map%s%s" % (_key(host), _key(rail)), entry, RAIL_MAP_FIELDS, problems)
+    for host, rails in _check_named_map("pcie", report.get("pcie", {}), "hosts", problems):
+        for rail, entry in _check_named_map("pcie%s" % _key(host), rails, "rails", problems):
+            where = "pcie%s%s" % (_key(host), _key(rail))
+            if not rail.isdigit():
+                problems.append("%s: a rail is a number (0, 1, ...); got %s" % (where, _show(rail)))
+            if _check_object(where, entry, PCIE_RAIL_FIELDS, problems):
+                for key in ("path", "gpu_path"):
+                    if key in entry:
+                        _check_list("%s.%s" % (where, key), entry[key], PCIE_HOP_FIELDS, problems)
     for host, entry in _check_named_map("nccl", report.get("nccl", {}), "hosts", problems):
         _check_object("nccl%s" % _key(host), entry, NCCL_FIELDS, problems)
     for host, ports in _check_named_map("counters", report.get("counters", {}), "hosts", problems):
@@ -324,7 +342,7 @@ def _sorted_map(mapping):
     return dict((k, mapping[k]) for k in sorted(mapping, key=natural_key))
 
 
-def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=None, rail_map=None):
+def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=None, rail_map=None, pcie=None):
     """Join the verify phases' results into the fabric report.
 
     :arg hosts: host -> ``{group, checks: {check: pass|fail|skip}}`` (+ ports: ``[{id, role, rail, link_layer,
@@ -343,6 +361,8 @@ def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=N
     :arg latency: ``[{rail, client, server, t_typical_us}]`` (+ the other latency columns); omitted when None.
     :arg rail_map: ``{host: {rail: {device, port, switch, switch_port}}}`` (rails as strings; switch and switch_port
         null for a port with no peer); omitted when None.
+    :arg pcie: ``{host: {rail: {device, gpu, distance, path, gpu_path}}}`` (rails as strings; each path a list of
+        hops ``{pci, type, speed, width, max_speed, max_width, acs_redirect, flags}``); omitted when None.
     :returns: the report dict: findings sorted by severity (error, warning, info) then host, the rest by name.
     :raises ReportError: listing every problem, each naming its field (``findings[2].severity must be ...``).
     """
@@ -357,6 +377,8 @@ def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=N
         latency = _argument("latency", latency, list, problems)
     if rail_map is not None:
         rail_map = _argument("rail_map", rail_map, dict, problems)
+    if pcie is not None:
+        pcie = _argument("pcie", pcie, dict, problems)
     if problems:
         raise ReportError(problems)
 
@@ -385,11 +407,12 @@ def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=N
     report["perftest"] = [dict(r, pct=_pct(r)) if isinstance(r, dict) else r for r in items(perftest, "perftest")]
     if latency is not None:
         report["latency"] = items(latency, "latency")
-    if rail_map is not None:
-        report["rail_map"] = {}
-        for host, rails in rail_map.items():
-            report["rail_map"][host] = dict((r, dict(e) if isinstance(e, dict) else e) for r, e in rails.items()) \
-                if isinstance(rails, dict) else rails
+    for key, by_host in (("rail_map", rail_map), ("pcie", pcie)):
+        if by_host is not None:
+            report[key] = {}
+            for host, rails in by_host.items():
+                report[key][host] = dict((r, dict(e) if isinstance(e, dict) else e) for r, e in rails.items()) \
+                    if isinstance(rails, dict) else rails
     report["nccl"] = {}
     for host, entry in nccl.items():
         if isinstance(entry, dict):
@@ -423,9 +446,10 @@ def build_report(hosts, findings, perftest, nccl, counters, meta=None, latency=N
     for entry in report["hosts"].values():
         entry["checks"] = dict(sorted(entry["checks"].items()))
     report["nccl"] = _sorted_map(report["nccl"])
-    if "rail_map" in report:
-        report["rail_map"] = _sorted_map(dict((h, dict(sorted(rails.items(), key=lambda item: int(item[0]))))
-                                              for h, rails in report["rail_map"].items()))
+    for key in ("rail_map", "pcie"):
+        if key in report:
+            report[key] = _sorted_map(dict((h, dict(sorted(rails.items(), key=lambda item: int(item[0]))))
+                                           for h, rails in report[key].items()))
     report["counters"] = _sorted_map(dict(
         (h, _sorted_map(dict((p, dict(sorted(d.items()))) for p, d in ports.items())))
         for h, ports in report["counters"].items()))

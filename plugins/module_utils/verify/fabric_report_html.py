@@ -286,6 +286,45 @@ def _rail_map(report, out):
     out.append('</table></section>')
 
 
+def _hop(hop):
+    """One PCIe hop as a chip: address, trained link (and the maximum when lower), red with the checks that flag it."""
+    link = ""
+    if hop.get("speed") is not None and hop.get("width") is not None:
+        link = " %gGT/s x%d" % (hop["speed"], hop["width"])
+        if (hop.get("max_speed"), hop.get("max_width")) != (hop["speed"], hop["width"]) and \
+                None not in (hop.get("max_speed"), hop.get("max_width")):
+            link += " (max %gGT/s x%d)" % (hop["max_speed"], hop["max_width"])
+    flags = hop.get("flags") or []
+    acs = " ACS redirect" if hop.get("acs_redirect") else ""
+    return '<span class="chip%s" title="%s">%s%s%s</span>' % (
+        " error" if flags else "", _e(hop.get("type") or ""), _e(hop["pci"]), _e(link),
+        _e(acs + (" [%s]" % ", ".join(flags) if flags else "")))
+
+
+def _pcie(report, out):
+    """Host x rail -> the rail's NIC, its nearest GPU and their distance, and both PCIe paths, flagged hops red."""
+    pcie = report.get("pcie")
+    if pcie is None:
+        return
+    out.append('<section id="pcie"><h2>GPUDirect path (rail \u2192 GPU, PCIe hops from the root port)</h2>')
+    if not any(pcie.values()):
+        out.append('<p class="muted">No host read with its PCIe path.</p></section>')
+        return
+    out.append('<table><tr><th>Host</th><th>Rail</th><th>Device</th><th>GPU</th><th>Distance</th><th>NIC path</th>'
+               '<th>GPU path</th></tr>')
+    for host, rails in pcie.items():
+        for rail, entry in rails.items():
+            dist = entry.get("distance")
+            css = {"PIX": "good", "PXB": "good", "NODE": "warn", "SYS": "warn"}.get(dist, "untested")
+            paths = ["\u2192".join(_hop(h) for h in entry.get(key) or []) or '<span class="muted">\u2014</span>'
+                     for key in ("path", "gpu_path")]
+            out.append('<tr><th scope="row">%s</th><td class="num">%s</td><td>%s</td><td>%s</td>'
+                       '<td class="cell %s">%s</td><td>%s</td><td>%s</td></tr>' % (
+                           _e(host), _e(rail), _e(entry.get("device")), _e(entry.get("gpu") or "no GPU"), css,
+                           _e(dist or "\u2014"), paths[0], paths[1]))
+    out.append('</table></section>')
+
+
 def _port_label(port):
     """``compute rail 2``, ``storage``: a port's role and rail."""
     rail = port.get("rail")
@@ -447,6 +486,7 @@ def render_html(report):
     _findings(report, out)
     _host_table(report, out)
     _rail_map(report, out)
+    _pcie(report, out)
     _heatmaps(report, out)
     _latency(report, out)
     _nccl(report, out)

@@ -21,6 +21,7 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_fabric i
     FABRIC, SKIP, Fabric, Outcome, VerifyInputError, finding, is_number, references_table, validate_hosts,
     validate_spec)
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_links import links
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_pcie import host_pcie
 from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_ports import (
     check_firmware, check_gid_index, check_link_layer, check_mtu, check_pkeys, check_port_state, check_rate,
     check_subnet_manager, check_width, fabric_subnet_manager)
@@ -206,6 +207,27 @@ def check_links(fabric, host):
     return Outcome([f for f in fabric.links["findings"] if f["host"] == host])
 
 
+def fabric_pcie(fabric):
+    """Once for the fabric: each host's GPUDirect path (``verify_pcie``), kept on ``fabric`` for the per-host part and
+    the module's return."""
+    fabric.pcie = {}
+    for name in fabric.order:
+        read = host_pcie(fabric, name)
+        if read is not None:
+            fabric.pcie[name] = read
+    return []
+
+
+def check_pcie(fabric, host):
+    """The GPUDirect path inside the host: each PCIe link of a compute NIC and a GPU at the lower of its ends' maxima
+    (pcie_link), no ACS redirect between a rail's NIC and its GPU (pcie_acs) and the IOMMU not translating (iommu)
+    where GPUDirect RDMA is expected, a GPU under each rail's PCIe switch (gpu_affinity), MaxReadReq 4096
+    (pcie_max_read_req); skipped for facts read without the PCIe path."""
+    if host not in fabric.pcie:
+        return SKIP
+    return Outcome(fabric.pcie[host]["findings"])
+
+
 class Check:
     def __init__(self, name, host, fabric=None):
         self.name = name
@@ -231,6 +253,7 @@ CHECKS = (
     Check("kernel_modules", check_kernel_modules),
     Check("gdr", check_gdr),
     Check("links", check_links, fabric_links),
+    Check("pcie", check_pcie, fabric_pcie),
 )
 CHECK_NAMES = tuple(c.name for c in CHECKS)
 
@@ -267,6 +290,7 @@ def verify(hosts, spec=None):
         "rail_map": fabric.links["rail_map"],
         "rail_map_basis": {"basis": fabric.links["basis"], "note": fabric.links["note"],
                            "rail_switches": dict((str(k), v) for k, v in fabric.links["rail_switches"].items())},
+        "pcie": dict((name, read["rails"]) for name, read in fabric.pcie.items()),
         "summary": {"hosts": len(fabric.order), "errors": errors, "warnings": warnings,
                     "failed_hosts": [n for n in fabric.order if table[n]["verdict"] == "fail"]},
     }

@@ -345,6 +345,8 @@ class Fabric:
         self._refs = {}
         # the rail map and the link findings (rdma_verify.fabric_links)
         self.links = {"rail_map": {}, "rail_switches": {}, "basis": "none", "note": "", "findings": []}
+        # each host's GPUDirect path: {host: {rails, findings}} (rdma_verify.fabric_pcie)
+        self.pcie = {}
 
     @staticmethod
     def _select_ports(host):

@@ -70,7 +70,7 @@ def assemble(parts, min_pct, meta=None):
         meta["rail_map_note"] = basis.get("note")
     return fabric_report.build_report(hosts=hosts, findings=findings, perftest=matrix["perftest"], nccl=nccl,
                                       counters=counters, meta=meta, latency=matrix["latency"] or None,
-                                      rail_map=spec.get("rail_map"))
+                                      rail_map=spec.get("rail_map"), pcie=spec.get("pcie"))
 
 
 def _port_row(port):

@@ -24,6 +24,7 @@ says otherwise, ACS Capability 0x005f (SrcValid TransBlk ReqRedir CmpltRedir Ups
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 SPEED_CODE = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
@@ -151,6 +152,76 @@ def write(root, host_bridges, iommu="passthrough", config_size=4096):
         (fn_dir / "iommu_group").symlink_to(os.path.relpath(gdir, fn_dir))
     (root / "kernel" / "iommu_groups").mkdir(parents=True, exist_ok=True)
     return root
+
+
+def _places(root, host_bridges):
+    """``{pci: the function's directory}`` of every node of ``host_bridges`` under ``root``."""
+    out = {}
+
+    def walk(node, parent):
+        out[node["pci"]] = parent / node["pci"]
+        for child in node.get("children", []):
+            walk(child, parent / node["pci"])
+    for hb in host_bridges:
+        for port in hb["ports"]:
+            walk(port, root / "devices" / hb["name"])
+    return out
+
+
+def graft(root, host_bridges, iommu="passthrough", config_size=4096):
+    """Write the tree into a host's root that ``tree.build_tree`` made with its RDMA devices at the tree's NIC
+    addresses (the profile's ``pci`` set to ``rails(nodes)``): each such function's directory (its ``infiniband/``,
+    ``net/``, VPD...) moves to its place in the PCIe tree, the links into and out of it follow (relative, as the
+    kernel's), and ``write`` then gives it the tree's files (ids, link files, config space). Returns the root."""
+    root = Path(os.path.realpath(root))
+    links = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            if path.is_symlink():
+                links.append((path, Path(os.path.normpath(os.path.join(dirpath, os.readlink(path))))))
+    moves = []
+    for pci, place in _places(root, host_bridges).items():
+        link = root / "bus" / "pci" / "devices" / pci
+        if link.is_symlink():
+            old = Path(os.path.realpath(link))
+            link.unlink()
+            place.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(old), str(place))
+            moves.append((old, place))
+            try:
+                os.removedirs(old.parent)       # the builder's own root port, now empty
+            except OSError:
+                pass
+
+    def moved(path):
+        for old, new in moves:
+            if path == old or old in path.parents:
+                return new / path.relative_to(old)
+        return path
+    for link, target in links:
+        new_link, new_target = moved(link), moved(target)
+        if (new_link, new_target) != (link, target) and new_link.is_symlink():
+            new_link.unlink()
+            new_link.symlink_to(os.path.relpath(new_target, new_link.parent))
+    return write(root, host_bridges, iommu=iommu, config_size=config_size)
+
+
+def build_host(root, profile, layout=None, host_index=1, iommu="passthrough", config_size=4096):
+    """Build a simulated host (a profile name or dict, ``tree.build_tree``) under ``root`` with its RDMA devices in the
+    PCIe tree ``layout`` (``(host_bridges, nodes)``, default ``dgx_h100()``; faults are node edits before this call):
+    the profile's device i at NIC i's address (``rails``), then ``graft``. Returns ``nodes``."""
+    import copy  # pylint: disable=import-outside-toplevel
+    from simhost import load  # pylint: disable=import-outside-toplevel
+    from simhost.tree import build_tree  # pylint: disable=import-outside-toplevel
+
+    host_bridges, nodes = layout or dgx_h100()
+    spec = copy.deepcopy(load(profile) if isinstance(profile, str) else profile)
+    for dev, pci in zip(spec["devices"], rails(nodes)):
+        dev["pci"] = pci
+    build_tree(spec, root, host_index=host_index)
+    graft(root, host_bridges, iommu=iommu, config_size=config_size)
+    return nodes
 
 
 def dgx_h100(nic_under=None):

@@ -197,11 +197,13 @@ def test_documentation_lists_every_port_key():
                          "roce_v2_ipv4_gid_index", "pkeys", "pkey_indexes", "port_guid", "traffic_class", "rdma_cm", "counters", "hw_counters",
                          "role", "rail", "peer"}
     assert set(rdma["netdevs"]["contains"]) == {"mtu", "operstate", "carrier", "speed_mbps", "address", "rdma_device", "rdma_port", "ecn"}
-    assert set(rdma) == {"sysfs_root", "devices", "netdevs", "kernel_modules", "memlock", "stack", "ports_by_role", "peers"}
+    assert set(rdma) == {"sysfs_root", "devices", "netdevs", "kernel_modules", "memlock", "stack", "ports_by_role", "peers",
+                         "gpus", "iommu"}
     assert "part_number" in rdma["devices"]["contains"]
+    assert set(rdma["devices"]["contains"]) >= {"pcie_path", "max_read_req", "iommu_group", "gpu_affinity"}
     doc = module_docs.documentation(rdma_facts)  # with its doc fragments
     assert set(doc["options"]) == {"sysfs_root", "gather_counters", "gather_all_netdevs", "gather_stack", "port_roles", "fabrics",
-                                   "management_netdevs", "peers"}
+                                   "management_netdevs", "peers", "pcie"}
 
 
 def test_module_on_a_simulated_mixed_host(tmp_path, commands):
@@ -290,3 +292,22 @@ def test_peers_with_lldpd_stopped_and_no_infiniband_diags_do_not_fail(tmp_path, 
     assert rdma["peers"]["lldp"]["state"] == "lldpd_not_running"
     assert rdma["peers"]["infiniband"]["state"] == "infiniband_diags_not_installed"
     assert [dev["ports"]["1"]["peer"] for dev in rdma["devices"].values()] == [None, None]
+
+
+def test_pcie_is_read_only_when_asked_and_runs_no_command(tmp_path, commands):
+    """The GPUDirect path of a simulated 8-rail host in the DGX H100-like PCIe tree (simhost pcie_tree.build_host):
+    with pcie=true every device gets its path and nearest GPU, the host its GPUs and IOMMU mode; without it, none of
+    those keys; no command either way."""
+    from simhost import pcie_tree  # pylint: disable=import-outside-toplevel
+    pcie_tree.build_host(tmp_path, "cx7_ib_ndr_8x")
+    args = {"sysfs_root": str(tmp_path), "gather_stack": False, "fabrics": ["infiniband"]}
+    _kind, result = run_module(args)
+    plain = result["ansible_facts"]["rdma"]
+    assert "gpus" not in plain and "iommu" not in plain and "pcie_path" not in plain["devices"]["mlx5_0"]
+    kind, result = run_module(dict(args, pcie=True, _ansible_check_mode=True))
+    assert kind is AnsibleExitJson and result["changed"] is False and commands["calls"] == []
+    rdma = result["ansible_facts"]["rdma"]
+    assert [g["device_id"] for g in rdma["gpus"]] == ["0x2330"] * 8 and rdma["iommu"] == {"mode": "passthrough"}
+    dev = rdma["devices"]["mlx5_0"]
+    assert dev["gpu_affinity"] == {"gpu": "0000:18:00.0", "distance": "PIX"} and dev["max_read_req"] == 4096
+    assert [h["pci"] for h in dev["pcie_path"]] == ["0000:15:01.0", "0000:16:00.0", "0000:17:01.0", "0000:19:00.0"]

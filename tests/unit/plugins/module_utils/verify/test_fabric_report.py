@@ -207,7 +207,7 @@ def test_validate_report_names_missing_and_unknown_top_level_keys():
     report["extra"] = 1
     assert fr.validate_report(report) == [
         "extra is not a known top-level key; allowed: verdict, hosts, findings, perftest, nccl, counters, meta, latency, "
-        "rail_map",
+        "rail_map, pcie",
         "counters is missing (it is required)"]
     assert fr.validate_report([]) == ["the report must be an object; got []"]
 

@@ -84,7 +84,8 @@ def test_healthy_fabric_passes_every_check_it_can_run(build):
         "group": "infiniband", "verdict": "pass", "errors": 0, "warnings": 0,
         "checks": {"port_state": "pass", "link_layer": "pass", "rate": "pass", "width": "pass", "mtu": "pass",
                    "firmware": "pass", "gid_index": "skip", "roce_qos": "skip", "subnet_manager": "pass", "pkeys": "skip",
-                   "ipoib": "skip", "memlock": "pass", "kernel_modules": "pass", "gdr": "skip", "links": "skip"}}
+                   "ipoib": "skip", "memlock": "pass", "kernel_modules": "pass", "gdr": "skip", "links": "skip",
+                   "pcie": "skip"}}
     assert result["hosts"]["roce02"]["checks"]["gid_index"] == "pass"
     assert result["hosts"]["roce02"]["checks"]["subnet_manager"] == "skip"
     assert result["summary"] == {"hosts": 4, "errors": 0, "warnings": 0, "failed_hosts": []}
@@ -98,9 +99,10 @@ def test_healthy_fabric_passes_every_check_it_can_run(build):
 
 def test_check_table_lists_every_check_once_with_its_description():
     assert v.CHECK_NAMES == ("port_state", "link_layer", "rate", "width", "mtu", "firmware", "gid_index", "roce_qos",
-                             "subnet_manager", "pkeys", "ipoib", "memlock", "kernel_modules", "gdr", "links")
+                             "subnet_manager", "pkeys", "ipoib", "memlock", "kernel_modules", "gdr", "links",
+                             "pcie")
     assert all(c.description for c in v.CHECKS)
-    assert [c.name for c in v.CHECKS if c.fabric] == ["subnet_manager", "links"]
+    assert [c.name for c in v.CHECKS if c.fabric] == ["subnet_manager", "links", "pcie"]
 
 
 # ---------------------------------------------------------------------------------------------------- port state
