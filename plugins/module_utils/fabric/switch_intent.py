@@ -65,6 +65,8 @@ VLAN_TAG = 4
 SONIC_STOCK_DSCP_TC = {3: 3, 4: 4, 5: 2, 8: 0, 46: 5, 48: 6}
 SONIC_STOCK_LOSSY_TC = 1
 SONIC_STOCK_LOSSLESS = (3, 4)
+# NVIDIA's firmware defaults for CNP (mlxconfig CNP_DSCP_P1 48, CNP_802P_PRIO_P1 6)
+CNP_DEFAULT = {"dscp": 48, "priority": 6}
 SONIC_DSCP_MAP = "AZURE"
 SONIC_WRED_PROFILE = "AZURE_LOSSLESS"
 NVUE_TLV_NOTE = "# lldp TLV switches take on/off up to Cumulus Linux 5.14, enabled/disabled from 5.15"
@@ -115,6 +117,19 @@ def link_profile(qos, mtu):
                              "lossless": list(qos.get("pfc") or []), "ecn": list(qos.get("ecn") or []),
                              "cnp_dscp": qos["cnp_dscp"], "cnp_priority": qos["cnp_priority"], "mtu": mtu,
                              "trust": qos.get("trust") or "dscp"})
+
+
+def declared_profile(params, mtu):
+    """A link profile from the roce role's declared ``roce_qos`` parameters of one netdev (``roce_declared_qos``:
+    ``roce_tos`` for the ToS) and its MTU, or None when they do not make one. The CNP settings are not compared with
+    the switch (its APP and PFC TLVs do not carry them): where the role leaves them to the firmware (no ``cnp_*``
+    parameter), NVIDIA's firmware defaults stand in (``CNP_DEFAULT``)."""
+    try:
+        qos = dict(params, tos=params["roce_tos"], cnp_dscp=params.get("cnp_dscp", CNP_DEFAULT["dscp"]),
+                   cnp_priority=params.get("cnp_priority", CNP_DEFAULT["priority"]))
+        return link_profile(qos, int(mtu))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def frame_size(profile):

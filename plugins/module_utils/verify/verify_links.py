@@ -33,8 +33,6 @@ from ansible_collections.hpcnet.rdma.plugins.module_utils.fabric.peers import QU
 
 # which source of peers answers for a port of each link layer (the facts' ``peers`` keys)
 SOURCE = {"Ethernet": "lldp", "InfiniBand": "infiniband"}
-# NVIDIA's firmware defaults for CNP (mlxconfig CNP_DSCP_P1 48, CNP_802P_PRIO_P1 6)
-CNP_DEFAULT = {"dscp": 48, "priority": 6}
 SOURCE_FIX = {
     "lldp": "install and start lldpd on the host (the distribution's lldpd package; it listens on every netdev) and "
             "let the switch send LLDP: %s" % rail_map.LLDP_HINT,
@@ -42,7 +40,7 @@ SOURCE_FIX = {
 }
 
 
-def _unread(host, status):
+def _unread(status):
     """``{source: reason}`` of the peer sources that did not read on a host (``no_ports`` and ``ok`` are fine)."""
     out = {}
     for source in ("lldp", "infiniband"):
@@ -76,20 +74,6 @@ def _ib_width(host, ref, peer):
     return []
 
 
-def _profile(params, mtu):
-    """The link profile of a netdev from the roce role's declared ``roce_qos`` parameters (``roce_declared_qos``) and
-    its MTU, or None when they do not make one. The CNP settings are not compared with the switch (its APP and PFC
-    TLVs do not carry them): where the role leaves them to the firmware, NVIDIA's defaults stand in."""
-    try:
-        qos = {"tos": params["roce_tos"], "dscp2prio": params["dscp2prio"], "pfc": params.get("pfc") or [],
-               "ecn": params.get("ecn") or [], "trust": params.get("trust"),
-               "cnp_dscp": params.get("cnp_dscp", CNP_DEFAULT["dscp"]),
-               "cnp_priority": params.get("cnp_priority", CNP_DEFAULT["priority"])}
-        return switch_intent.link_profile(qos, int(mtu))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-
-
 def links(fabric, rail_switches=None):
     """See the module's docstring. ``fabric``: verify's ``Fabric``; ``rail_switches``: ``rdma_rail_switches``.
     Raises ``rail_map.FabricInputError`` for a bad ``rdma_rail_switches``."""
@@ -100,7 +84,7 @@ def links(fabric, rail_switches=None):
         if not isinstance(status, dict):
             left_out.append(name)
             continue
-        unread = _unread(name, status)
+        unread = _unread(status)
         for source, reason in sorted(unread.items()):
             if any(ref.present and SOURCE.get(ref.get("link_layer")) == source for ref in fabric.all_ports[name]):
                 findings.append(_unread_finding(name, source, reason))
@@ -123,7 +107,7 @@ def links(fabric, rail_switches=None):
                 netdev = ref.get("netdev")
                 mtu = (host.get("netdev_mtu") or {}).get(netdev) or \
                     ((host["rdma"].get("netdevs") or {}).get(netdev) or {}).get("mtu")
-                profile = _profile(declared[netdev], mtu)
+                profile = switch_intent.declared_profile(declared[netdev], mtu)
                 if profile is not None:
                     findings.extend(switch_intent.agreement(name, ref.device, ref.port, peer, profile, ref.rail))
         ports_by_host[name] = rails

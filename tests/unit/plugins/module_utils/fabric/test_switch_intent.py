@@ -211,3 +211,12 @@ def test_a_bad_profile_is_refused_naming_the_key(change, message):
     with pytest.raises(FabricInputError) as err:
         si.validate_profile(dict(PROFILE, **change))
     assert message in str(err.value)
+
+
+def test_a_declared_profile_takes_the_roce_roles_parameters_and_the_firmware_cnp_defaults():
+    params = {"trust": "dscp", "pfc": [3], "dscp2prio": {"26": 3, "48": 6}, "roce_tos": 106, "traffic_class": 106}
+    prof = si.declared_profile(params, 9000)
+    assert (prof["dscp"], prof["priority"], prof["lossless"], prof["mtu"]) == (26, 3, [3], 9000)
+    assert (prof["cnp_dscp"], prof["cnp_priority"]) == (48, 6)
+    assert si.declared_profile(dict(params, cnp_dscp=46, cnp_priority=5), 4200)["cnp_dscp"] == 46
+    assert si.declared_profile({"pfc": [3]}, 9000) is None and si.declared_profile(params, None) is None
