@@ -501,7 +501,8 @@ def _task(path, module):
 
 
 HEALTH_ARGS = _task("health/tasks/rdma_health.yml", "hpcnet.rdma.rdma_health")["hpcnet.rdma.rdma_health"]
-IB_HANDOFF = _task("infiniband/tasks/preflight.yml", "ansible.builtin.set_fact")["ansible.builtin.set_fact"]
+IB_HANDOFF = next(t for t in yaml.safe_load((ROLES / "infiniband/tasks/preflight.yml").read_text())
+                  if "infiniband_declared" in t.get("ansible.builtin.set_fact", {}))["ansible.builtin.set_fact"]
 
 
 def role_declared(rdma, partitions=(), ipoib=None, roce_declared_mtu=None):
@@ -512,7 +513,7 @@ def role_declared(rdma, partitions=(), ipoib=None, roce_declared_mtu=None):
     plan = infiniband.plan(rdma, list(partitions), {}, ipoib or {}, True, 14, [],
                            {"node01": {"rdma": rdma, "sm": True, "sm_priority": 14}}, 1)
     assert not plan["errors"], plan["errors"]
-    scope = {"infiniband_declared": _template(IB_HANDOFF["infiniband_declared"], {"__infiniband_plan_now": plan}),
+    scope = {"infiniband_declared": _template(IB_HANDOFF["infiniband_declared"], {"__infiniband_plan": plan}),
              "roce_declared_mtu": roce_declared_mtu or {}}
     return dict((key, _template(HEALTH_ARGS[key], scope)) for key in ("pkeys", "ipoib", "netdev_mtu"))
 
