@@ -469,7 +469,17 @@ def host_references(hosts, host, spec=None):
     ``validate_hosts`` takes them: ``{name: {group, rdma}}``): ``{rate_gbps: {compute, storage}, width: {compute,
     storage} ("4X"), mtu: {netdev: MTU}}`` (None where the group has no value). The health role keeps these as the
     host's expected state: the fabric's values, not what one host has on a bad day."""
+    return _references_of(Fabric(validate_hosts(hosts), validate_spec(spec or {})), host)
+
+
+def every_host_references(hosts, spec=None):
+    """``host_references`` of every host of ``hosts`` at once: ``{name: references}``. One fabric, its group values
+    computed once (memoised), so a play's hosts cost O(hosts), not a fabric per host."""
     fabric = Fabric(validate_hosts(hosts), validate_spec(spec or {}))
+    return dict((name, _references_of(fabric, name)) for name in fabric.order)
+
+
+def _references_of(fabric, host):
     group = fabric.hosts[host]["group"]
     out = {"rate_gbps": {}, "width": {}, "mtu": {}}
     for role in CHECKED_ROLES:

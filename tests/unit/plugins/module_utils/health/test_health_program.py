@@ -16,7 +16,7 @@ import yaml
 import simhost
 from simhost.firmware import set_cable
 
-from ansible_collections.hpcnet.rdma.plugins.filter.health import health_fabric_reference
+from ansible_collections.hpcnet.rdma.plugins.filter.health import health_fabric_reference, health_fabric_references
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health import cli  # noqa: F401 (the program's code)
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health import slurm, thresholds
 from ansible_collections.hpcnet.rdma.plugins.module_utils.health.deploy import DeployError, _facts, deploy
@@ -534,6 +534,18 @@ def test_a_port_at_half_rate_at_install_is_held_to_the_fabrics_rate_and_named(ib
     groups = {"infiniband": ["node01", "node02"]}
     reference = health_fabric_reference(hostvars, ["node01", "node02", "mgmt"], groups, "node01")
     assert reference["rate_gbps"]["compute"] == 400 and reference["width"]["compute"] == "4X"
+    # the role's once-for-the-play form: the same reference for each host, each host's hostvars read once
+    lookups = []
+
+    class CountingHostvars(dict):
+        def __getitem__(self, name):
+            lookups.append(name)
+            return dict.__getitem__(self, name)
+
+    every = health_fabric_references(CountingHostvars(hostvars), ["node01", "node02", "mgmt"], groups)
+    assert every == {"node01": reference,
+                     "node02": health_fabric_reference(hostvars, ["node01", "node02", "mgmt"], groups, "node02")}
+    assert sorted(lookups) == ["mgmt", "node01", "node02"]
     first = installed(tmp, root, fabric_reference=reference)
     assert first["expected"]["spec"]["expected_rate_gbps"] == 400
     assert not first["health"]["ok"] and first["health"]["reason"].startswith("mlx5_3:1 "), first["health"]
