@@ -9,8 +9,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_fabric import (VerifyInputError, every_host_references,
-                                                                                  host_references)
+from ansible_collections.hpcnet.rdma.plugins.module_utils.verify.verify_fabric import (
+    VerifyInputError, every_host_references, host_references)
 
 
 def _group_of(groups, name):
