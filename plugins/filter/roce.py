@@ -64,9 +64,14 @@ def roce_declared_qos(prof, firmware_settings="apply", backend="auto"):
     return _profile.declared_qos(prof or {}, firmware_settings, backend)
 
 
+def roce_qos_netdevs(prof, firmware_settings="apply", probe=False):
+    """The profile (``roce_profile``) as the ``netdevs`` of one ``roce_qos`` call: ``[{netdev, settings...}]``."""
+    return _profile.qos_netdevs(prof or {}, firmware_settings, probe)
+
+
 class FilterModule:
     """hpcnet.rdma roce filters."""
 
     def filters(self):
         return {"roce_profile": roce_profile, "roce_firmware_mlxconfig": roce_firmware_mlxconfig,
-                "roce_declared_qos": roce_declared_qos}
+                "roce_declared_qos": roce_declared_qos, "roce_qos_netdevs": roce_qos_netdevs}

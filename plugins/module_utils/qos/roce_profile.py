@@ -372,3 +372,15 @@ def declared_qos(prof, firmware_settings="apply", backend="auto"):
                 params["dcqcn"] = port["dcqcn"]
         out[netdev] = params
     return out
+
+
+def qos_netdevs(prof, firmware_settings="apply", probe=False):
+    """The ``netdevs`` of one ``roce_qos`` call for every netdev the profile configures, in its order: each netdev's
+    ``declared_qos`` parameters (the backend is the call's own), or with ``probe`` only what is checked before any
+    change (DCQCN, whatever ``roce_firmware_settings``: its ranges depend on the port's line rate)."""
+    if probe:
+        return [dict({"netdev": netdev}, **({"dcqcn": prof["qos"][netdev]["dcqcn"]} if prof["qos"][netdev].get("dcqcn")
+                                            else {}))
+                for netdev in (prof.get("netdevs") or []) if not prof.get("errors")]
+    return [dict(dict((key, value) for key, value in params.items() if key != "backend"), netdev=netdev)
+            for netdev, params in declared_qos(prof, firmware_settings).items()]

@@ -82,3 +82,59 @@ def test_bad_input_fails_with_a_message_naming_the_field(settings, message, qos,
     root = sim_host("cx7_roce_400g_2x", ("dcb", "ethtool")).root
     result, failed = qos(root, **settings)
     assert failed and __import__("re").search(message, result["msg"]), result["msg"]
+
+
+# ---- several netdevs in one call (netdevs): every netdev read and checked before any is set --------------------------
+RAILS = ("enp12s0np0", "enp140s0np0")
+
+
+@pytest.fixture(name="qos_many")
+def _qos_many(run_module):
+    """``qos_many(root, entries, check=False, **top)``: the module with ``netdevs`` on the simulated host at ``root``."""
+    def run(root, entries, check=False, **top):
+        return run_module(roce_qos.main, dict({"netdevs": entries, "sysfs_root": str(root)}, **top), check)
+    return run
+
+
+def test_netdevs_set_each_rail_with_its_own_settings_and_a_second_run_changes_nothing(qos_many, sim_host):
+    root = sim_host("cx7_roce_400g_2x_ofed", QOS_TOOLS).root
+    top = dict(LOSSLESS, dscp2prio=None)
+    entries = [{"netdev": RAILS[0], "dscp2prio": {"26": 3}}, {"netdev": RAILS[1], "dscp2prio": {"24": 3}, "pfc": [3, 4]}]
+    first, failed = qos_many(root, entries, **top)
+    assert not failed, first.get("msg")
+    assert first["changed"] is True and list(first["netdevs"]) == list(RAILS)
+    one, two = (first["netdevs"][name] for name in RAILS)
+    assert one["rdma_device"] == "mlx5_0:1" and one["after"]["pfc"] == [3] and one["after"]["dscp2prio"][26] == 3
+    assert two["after"]["pfc"] == [3, 4] and two["after"]["dscp2prio"][24] == 3 and two["after"]["trust"] == "dscp"
+    assert [d["before_header"] for d in first["diff"]] == list(RAILS)
+    _settle(root)
+    second, _ = qos_many(root, entries, **top)
+    assert second["changed"] is False and all(r["commands"] == [] for r in second["netdevs"].values())
+
+
+def test_netdevs_a_bad_setting_on_one_rail_changes_no_rail(qos_many, qos, sim_host):
+    root = sim_host("cx7_roce_400g_2x_ofed", QOS_TOOLS).root
+    result, failed = qos_many(root, [{"netdev": RAILS[0]}, {"netdev": RAILS[1], "pfc": [9]}], **LOSSLESS)
+    assert failed and result["msg"].startswith("roce_qos netdevs: enp140s0np0: pfc must be a list of priorities 0-7")
+    assert result["changed"] is False
+    untouched, _ = qos(root)  # the first rail was read, not set
+    assert untouched["before"]["trust"] == "pcp" and untouched["before"]["pfc"] == []
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"netdevs": [{"netdev": "enp12s0np0"}, {"netdev": "enp12s0np0"}]},
+     r"roce_qos netdevs: netdevs names a netdev more than once: enp12s0np0"),
+    ({"netdevs": [{"netdev": "eth9"}]}, r"roce_qos netdevs: eth9: netdev 'eth9' is not a netdev of an RDMA device"),
+    ({"netdevs": [{"netdev": "enp12s0np0"}], "netdev": "enp12s0np0"}, r"mutually exclusive: netdev\|netdevs"),
+    ({"netdevs": [{"pfc": [3]}]}, r"missing required arguments: netdev found in netdevs"),
+])
+def test_netdevs_bad_input_fails_with_a_message_naming_the_field(settings, message, run_module, sim_host):
+    root = sim_host("cx7_roce_400g_2x", ("dcb", "ethtool")).root
+    result, failed = run_module(roce_qos.main, dict({"sysfs_root": str(root)}, **settings), False)
+    assert failed and __import__("re").search(message, result["msg"]), result["msg"]
+
+
+def test_neither_netdev_nor_netdevs_is_refused(run_module, sim_host):
+    root = sim_host("cx7_roce_400g_2x", ("dcb", "ethtool")).root
+    result, failed = run_module(roce_qos.main, {"sysfs_root": str(root)}, False)
+    assert failed and "one of the following is required: netdev, netdevs" in result["msg"], result["msg"]
