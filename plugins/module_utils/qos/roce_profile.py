@@ -378,9 +378,13 @@ def qos_netdevs(prof, firmware_settings="apply", probe=False):
     """The ``netdevs`` of one ``roce_qos`` call for every netdev the profile configures, in its order: each netdev's
     ``declared_qos`` parameters (the backend is the call's own), or with ``probe`` only what is checked before any
     change (DCQCN, whatever ``roce_firmware_settings``: its ranges depend on the port's line rate)."""
+    if prof.get("errors"):
+        return []
     if probe:
-        return [dict({"netdev": netdev}, **({"dcqcn": prof["qos"][netdev]["dcqcn"]} if prof["qos"][netdev].get("dcqcn")
-                                            else {}))
-                for netdev in (prof.get("netdevs") or []) if not prof.get("errors")]
+        out = []
+        for netdev in prof.get("netdevs") or []:
+            dcqcn = prof["qos"][netdev].get("dcqcn")
+            out.append(dict(netdev=netdev, dcqcn=dcqcn) if dcqcn else dict(netdev=netdev))
+        return out
     return [dict(dict((key, value) for key, value in params.items() if key != "backend"), netdev=netdev)
             for netdev, params in declared_qos(prof, firmware_settings).items()]

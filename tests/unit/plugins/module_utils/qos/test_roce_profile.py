@@ -112,3 +112,17 @@ def test_a_value_out_of_range_is_not_also_compared_with_the_others(changes, only
 
 def test_an_address_with_a_trailing_newline_is_no_address():
     assert "roce_addresses takes an IPv4 address/prefix" in run(roce_addresses={"enp12s0np0": "10.0.1.11/24\n"})["errors"][0]
+
+
+def test_the_netdevs_of_one_roce_qos_call_are_the_declared_parameters_of_each_netdev():
+    prof = run(roce_dcqcn={"rpg_min_rate": 100})
+    declared = roce_profile.declared_qos(prof, "apply", "auto")
+    entries = roce_profile.qos_netdevs(prof)
+    assert not prof["errors"] and len(entries) == len(prof["netdevs"]) >= 1 and all("backend" not in e for e in entries)
+    assert [e["netdev"] for e in entries] == prof["netdevs"] == list(declared)
+    assert all(dict(e, backend="auto", netdev=None) == dict(declared[e["netdev"]], netdev=None) for e in entries)
+    # skip: ECN, CNP and DCQCN left to the firmware; the probe checks DCQCN whatever that setting
+    assert all("ecn" not in e and "dcqcn" not in e for e in roce_profile.qos_netdevs(prof, "skip"))
+    assert roce_profile.qos_netdevs(prof, "skip", probe=True) == [
+        {"netdev": nd, "dcqcn": {"rpg_min_rate": 100}} for nd in prof["netdevs"]]
+    assert roce_profile.qos_netdevs(run(roce_pfc_priorities=[9])) == []
